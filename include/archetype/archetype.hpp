@@ -1,0 +1,15 @@
+#pragma once
+// archetype: the umbrella header. Includes every public header.
+#include "archetype/config.hpp"
+#include "archetype/core/dims.hpp"
+#include "archetype/core/dtype.hpp"
+#include "archetype/core/error.hpp"
+#include "archetype/core/half.hpp"
+#include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/activation.hpp"
+#include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/convert.hpp"
+#include "archetype/kernels/matmul.hpp"
+#include "archetype/kernels/norm.hpp"
+#include "archetype/kernels/rope.hpp"
+#include "archetype/kernels/softmax.hpp"
