@@ -1,0 +1,22 @@
+#pragma once
+// Declarations of the archetype program's commands (one cmd_<name>.cpp each)
+// and small argument helpers they share.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace archetype::tools {
+
+int cmd_version(int argc, char** argv);
+// further commands are declared here, one line each
+
+/// Parses "1,2,3" into ids; throws archetype::argument_error naming the bad item.
+std::vector<std::int32_t> parse_ids(std::string_view s);
+/// Reads a whole file of raw little-endian int32 ids.
+std::vector<std::int32_t> read_i32_file(const std::string& path);
+/// Writes n floats to path (raw little-endian float32).
+void write_f32_file(const std::string& path, const float* data, std::size_t n);
+
+} // namespace archetype::tools
