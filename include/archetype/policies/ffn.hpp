@@ -1,0 +1,69 @@
+#pragma once
+// Feed-forward axis. Hidden sizes come from the file unless given statically.
+#include <string>
+
+#include "archetype/core/dims.hpp"
+#include "archetype/core/policy.hpp"
+
+namespace archetype {
+
+enum class gelu_form { tanh, erf };
+
+/// down(silu(gate(x)) * up(x))  (Llama, Mistral)
+template <dim_t Hidden = dynamic>
+struct SwiGLUWith {
+    using axis = archetype::axis::ffn;
+    static constexpr std::string_view name = "SwiGLU";
+    static constexpr dim_t hidden = Hidden;
+    static constexpr bool gated = true;
+    static std::string describe() {
+        return Hidden == dynamic ? "SwiGLU" : "SwiGLU<" + std::to_string(Hidden) + ">";
+    }
+};
+using SwiGLU = SwiGLUWith<>;
+
+/// down(gelu(gate(x)) * up(x))  (Gemma; tanh GELU by default)
+template <gelu_form Form = gelu_form::tanh, dim_t Hidden = dynamic>
+struct GeGLUWith {
+    using axis = archetype::axis::ffn;
+    static constexpr std::string_view name = "GeGLU";
+    static constexpr dim_t hidden = Hidden;
+    static constexpr bool gated = true;
+    static constexpr gelu_form form = Form;
+    static std::string describe() { return std::string("GeGLU") + (Form == gelu_form::erf ? "(erf)" : ""); }
+};
+using GeGLU = GeGLUWith<>;
+
+/// down(gelu(up(x) + b) ) + b  (BERT; llama.cpp's bert uses the tanh form)
+template <gelu_form Form = gelu_form::tanh, dim_t Hidden = dynamic>
+struct GeluMLPWith {
+    using axis = archetype::axis::ffn;
+    static constexpr std::string_view name = "GeluMLP";
+    static constexpr dim_t hidden = Hidden;
+    static constexpr bool gated = false;
+    static constexpr gelu_form form = Form;
+    static std::string describe() { return std::string("GeluMLP") + (Form == gelu_form::erf ? "(erf)" : "(tanh)"); }
+};
+using GeluMLP = GeluMLPWith<>;
+
+/// Mixture of experts: a router picks the top K of E experts per token, their
+/// outputs weighted by the softmax of the selected router logits (renormalised,
+/// as Mixtral). A 1-expert MoE equals the dense FFN.
+template <dim_t E, dim_t K, class FFN = SwiGLU>
+struct MoE {
+    using axis = archetype::axis::ffn;
+    static constexpr std::string_view name = "MoE";
+    static constexpr dim_t experts = E, top_k = K;
+    using expert = FFN;
+    static constexpr bool gated = FFN::gated;
+    static_assert(std::is_same_v<axis_of_t<FFN>, archetype::axis::ffn>,
+                  "archetype: MoE<E, K, FFN>: FFN must be a feed-forward policy such as SwiGLU");
+    static_assert(E == dynamic || K == dynamic || (K >= 1 && K <= E),
+                  "archetype: MoE<E, K, FFN> needs 1 <= K <= E (top-K of E experts)");
+    static std::string describe() {
+        auto d = [](dim_t x) { return x == dynamic ? std::string("dynamic") : std::to_string(x); };
+        return "MoE<" + d(E) + ", " + d(K) + ", " + FFN::describe() + ">";
+    }
+};
+
+} // namespace archetype
