@@ -55,7 +55,7 @@ inline constexpr bool rope_head_dim_even =
 
 template <class... Policies>
 struct Decoder {
-    static constexpr bool checked_ = detail::check_composition<Policies...>::ok;
+    static_assert(detail::check_composition<Policies...>::ok); // one sentence per broken rule
 
     using heads = policy_on_axis_t<axis::heads, GQA<dynamic, dynamic>, Policies...>;
     using position = policy_on_axis_t<axis::position, RoPE, Policies...>;

@@ -12,6 +12,7 @@ struct NoCache {
     using axis = archetype::axis::cache;
     static constexpr std::string_view name = "NoCache";
     static constexpr bool rolling = false;
+    static constexpr dim_t sink = 0;
     static std::string describe() { return "NoCache"; }
 };
 /// One cell per position up to the context length; exceeding it is a capacity_error.
@@ -19,6 +20,7 @@ struct FullCache {
     using axis = archetype::axis::cache;
     static constexpr std::string_view name = "FullCache";
     static constexpr bool rolling = false;
+    static constexpr dim_t sink = 0;
     static std::string describe() { return "FullCache"; }
 };
 /// A ring of exactly W cells per sequence per windowed layer, W being the
