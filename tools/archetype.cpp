@@ -17,6 +17,12 @@ struct command {
 };
 constexpr command commands[] = {
     {"version", archetype::tools::cmd_version, "print the library version"},
+    {"embed", archetype::tools::cmd_embed, "embeddings of a bert GGUF model (pooled, normalised)"},
+    {"mask", archetype::tools::cmd_mask, "print an attention mask (causal, window, symmetric)"},
+    {"inspect", archetype::tools::cmd_inspect, "print a GGUF file's metadata and tensor table"},
+    {"quantize", archetype::tools::cmd_quantize, "rewrite a GGUF with weights as F16, BF16, Q8_0, Q4_0 ..."},
+    {"logits", archetype::tools::cmd_logits, "logits of every position of a prompt (decoders, RWKV)"},
+    {"describe", archetype::tools::cmd_describe, "print the resolved architecture of a model file"},
     // commands are added here, one line each
 };
 

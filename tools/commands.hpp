@@ -10,6 +10,13 @@
 namespace archetype::tools {
 
 int cmd_version(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
+int cmd_mask(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int inspect_safetensors(const std::string& path, bool full); // hook: cmd_inspect_safetensors.cpp
+int cmd_logits(int argc, char** argv);
+int cmd_describe(int argc, char** argv);
 // further commands are declared here, one line each
 
 /// Parses "1,2,3" into ids; throws archetype::argument_error naming the bad item.

@@ -52,3 +52,15 @@ BOOST_AUTO_TEST_CASE(exception_reaches_caller_and_pool_stays_usable) {
     pool.parallel_for(100, [&](std::size_t b, std::size_t e) { n += int(e - b); });
     BOOST_TEST(n.load() == 100);
 }
+
+// Regression: a worker late from one job must never take a part of the next
+// (it used to burn part 0 of the next job, which then waited forever).
+BOOST_AUTO_TEST_CASE(many_back_to_back_tiny_jobs_complete) {
+    for (std::size_t threads : {2u, 3u}) {
+        thread_pool pool(threads);
+        std::atomic<long> sum{0};
+        for (int job = 0; job < 20000; ++job)
+            pool.parallel_for(threads, [&](std::size_t b, std::size_t e) { sum += long(e - b); });
+        BOOST_TEST(sum.load() == 20000L * long(threads));
+    }
+}

@@ -102,8 +102,14 @@ private:
 
     void work_on(std::uint64_t gen, std::size_t parts) {
         for (;;) {
-            const std::uint64_t t = tickets_.fetch_add(1, std::memory_order_acq_rel);
-            if ((t >> 32) != gen || (t & 0xFFFFFFFFu) >= parts) return;
+            // Take a ticket only if it belongs to this job: a plain fetch_add by a
+            // worker late from the previous job would burn a part of the next one
+            // (that part never runs and run() waits forever).
+            std::uint64_t t = tickets_.load(std::memory_order_acquire);
+            do {
+                if ((t >> 32) != gen || (t & 0xFFFFFFFFu) >= parts) return;
+            } while (!tickets_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                                     std::memory_order_acquire));
             inside_task() = true;
             try {
                 job_fn_(static_cast<std::size_t>(t & 0xFFFFFFFFu));

@@ -1,45 +1,368 @@
 #pragma once
-// Dense float32 linear algebra on raw pointers: dot, axpy, GEMV, GEMM.
-// Matrices are row-major with a leading dimension (elements between rows).
-// Weights are stored as GGUF stores them: one output row contiguous over the
-// input dimension, so the workhorse is C = A * B^T ("NT" GEMM).
-// SCALAR PLACEHOLDER BODIES: the kernels issue replaces them with xsimd code,
-// keeping these signatures.
+// Dense linear algebra on raw pointers: dot, axpy, GEMV, GEMM, and their
+// F16-weight forms. Matrices are row-major with a leading dimension (elements
+// between rows). Weights are stored as GGUF stores them: one output row
+// contiguous over the input dimension, so the workhorse is C = A * B^T ("NT").
+//
+// Two GEMM engines:
+//  - packed (BLIS-style) for M >= a few micro-tiles: B is packed into KC x NR
+//    panels shared by the threads, each thread packs its own MC x KC block of A,
+//    and an MR x NR register-tiled micro-kernel runs from the packed panels;
+//  - row-dot for small M (and GEMV = M 1): groups of MA rows of A times NB rows of
+//    B accumulate MA*NB vectors along K, reduced with one haddp. No packing, so B
+//    streams at memory bandwidth; F16 B rows are converted in registers.
+//
+// Thread-count independence: both engines split work in whole tiles (NB rows,
+// NR columns, MR rows) along fixed grids, and every output element sees the
+// same instruction sequence wherever its tile lands, so results are bitwise
+// identical for any thread count.
+// Scalar twins: kernels/reference/blas.hpp.
+#include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 
+#include "archetype/core/half.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/simd_util.hpp"
 
 namespace archetype::kernels {
 
+namespace detail {
+
+using simd::fbatch;
+inline constexpr std::size_t W = simd::W;
+
+/// Loads of the B operand: f32 directly, F16 converted in registers.
+template <class T> struct b_elem;
+template <> struct b_elem<float> {
+    static fbatch load(const float* p) noexcept { return fbatch::load_unaligned(p); }
+    static float scalar(float v) noexcept { return v; }
+};
+template <> struct b_elem<std::uint16_t> {
+    static fbatch load(const std::uint16_t* p) noexcept { return simd::load_f16(p); }
+    static float scalar(std::uint16_t v) noexcept { return fp16_to_fp32(v); }
+};
+
+/// A grow-only, 64-byte aligned scratch buffer (one per thread for packing).
+struct scratch {
+    struct free_deleter { void operator()(float* p) const noexcept { std::free(p); } };
+    std::unique_ptr<float, free_deleter> p;
+    std::size_t cap = 0;
+    float* get(std::size_t n) {
+        if (n > cap) {
+            const std::size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+            p.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+            if (!p) throw std::bad_alloc();
+            cap = n;
+        }
+        return p.get();
+    }
+};
+
+// ---------------------------------------------------------------- row-dot engine
+/// Lane of xsimd::haddp's result that holds row r's sum. xsimd 8.1's AVX-512
+/// haddp returns the sums in a permuted lane order (0 1 4 5 2 3 6 7 ...), so
+/// the order is measured once rather than assumed.
+inline const std::array<std::uint8_t, W>& haddp_lane_of_row() noexcept {
+    static const std::array<std::uint8_t, W> lanes = [] {
+        fbatch rows[W];
+        for (std::size_t r = 0; r < W; ++r) rows[r] = fbatch(float(r));
+        alignas(64) float s[W];
+        xsimd::haddp(rows).store_aligned(s);
+        std::array<std::uint8_t, W> l{};
+        for (std::size_t lane = 0; lane < W; ++lane) l[std::size_t(s[lane] / float(W) + 0.5f)] = std::uint8_t(lane);
+        return l;
+    }();
+    return lanes;
+}
+
+// C[i, j] = sum_k A[i, k] * B[j, k] for an MA x NB group. Missing rows of a
+// partial group point at a valid row and their results are dropped, so every
+// element is computed by the same code.
+inline constexpr std::size_t rd_nb = W >= 16 ? 4 : (W >= 8 ? 4 : 2);
+inline constexpr std::size_t rd_ma = W / rd_nb; // MA * NB == W lanes: one haddp per group
+
+template <class TB, std::size_t MA, std::size_t NB>
+inline void rowdot_group(const float* const* a, const TB* const* b, std::size_t K, float* out) noexcept {
+    static_assert(MA * NB <= W);
+    fbatch acc[W];
+    for (std::size_t r = 0; r < W; ++r) acc[r] = fbatch(0.f);
+    const std::size_t kv = K - K % W;
+    for (std::size_t k = 0; k < kv; k += W) {
+        fbatch bv[NB];
+        for (std::size_t j = 0; j < NB; ++j) bv[j] = b_elem<TB>::load(b[j] + k);
+        for (std::size_t i = 0; i < MA; ++i) {
+            const fbatch av = fbatch::load_unaligned(a[i] + k);
+            for (std::size_t j = 0; j < NB; ++j) acc[i * NB + j] = xsimd::fma(av, bv[j], acc[i * NB + j]);
+        }
+    }
+    alignas(64) float s[W];
+    xsimd::haddp(acc).store_aligned(s);
+    const auto& lane = haddp_lane_of_row();
+    for (std::size_t i = 0; i < MA; ++i)
+        for (std::size_t j = 0; j < NB; ++j) {
+            float t = s[lane[i * NB + j]];
+            for (std::size_t k = kv; k < K; ++k) t += a[i][k] * b_elem<TB>::scalar(b[j][k]);
+            out[i * NB + j] = t;
+        }
+}
+
+/// Row-dot GEMM over columns [jb, je) of C (all M rows); jb is a multiple of NB.
+template <class TB, std::size_t MA, std::size_t NB>
+inline void rowdot_cols(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
+                        std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, std::size_t jb,
+                        std::size_t je, bool accumulate) noexcept {
+    float out[MA * NB];
+    for (std::size_t j0 = jb; j0 < je; j0 += NB) {
+        const TB* bp[NB];
+        for (std::size_t j = 0; j < NB; ++j) bp[j] = B + std::min(j0 + j, N - 1) * ldb;
+        for (std::size_t i0 = 0; i0 < M; i0 += MA) {
+            const float* ap[MA];
+            for (std::size_t i = 0; i < MA; ++i) ap[i] = A + std::min(i0 + i, M - 1) * lda;
+            rowdot_group<TB, MA, NB>(ap, bp, K, out);
+            for (std::size_t i = 0; i < MA && i0 + i < M; ++i)
+                for (std::size_t j = 0; j < NB && j0 + j < std::min(je, N); ++j) {
+                    float& c = C[(i0 + i) * ldc + j0 + j];
+                    c = accumulate ? c + out[i * NB + j] : out[i * NB + j];
+                }
+        }
+    }
+}
+
+template <class TB, std::size_t MA, std::size_t NB>
+inline void rowdot(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
+                   std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, bool accumulate,
+                   thread_pool* pool) {
+    const std::size_t groups = (N + NB - 1) / NB;
+    auto run = [&](std::size_t gb, std::size_t ge) {
+        rowdot_cols<TB, MA, NB>(A, lda, B, ldb, C, ldc, M, N, K, gb * NB, std::min(ge * NB, N), accumulate);
+    };
+    if (pool) pool->parallel_for(groups, run); else run(0, groups);
+}
+
+// ---------------------------------------------------------------- packed engine
+inline constexpr std::size_t nr_vec = 2;                 // NR = 2 vectors
+inline constexpr std::size_t NR = nr_vec * W;
+inline constexpr std::size_t MR = (simd::n_registers - 4) / nr_vec; // 14 on AVX-512, 6 on AVX2/SSE
+#ifndef ARCHETYPE_GEMM_KC
+#define ARCHETYPE_GEMM_KC 256
+#endif
+#ifndef ARCHETYPE_GEMM_MCP
+#define ARCHETYPE_GEMM_MCP 12
+#endif
+inline constexpr std::size_t KC = ARCHETYPE_GEMM_KC;     // B micro-panel KC x NR stays in L1
+inline constexpr std::size_t MC = MR * ARCHETYPE_GEMM_MCP; // A block MC x KC stays in L2
+inline constexpr std::size_t NC = NR * 128;              // packed B (KC x NC) shared, in L2/L3
+
+/// C[MR x NR] (+)= Ap (kc x MR, k-major) * Bp (kc x NR, k-major). Edge tiles go
+/// through a local tile so the arithmetic is identical.
+inline void micro_kernel(std::size_t kc, const float* __restrict Ap, const float* __restrict Bp,
+                         float* C, std::size_t ldc, std::size_t mr, std::size_t nr, bool add) noexcept {
+    fbatch c[MR][nr_vec];
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t v = 0; v < nr_vec; ++v) c[r][v] = fbatch(0.f);
+    for (std::size_t k = 0; k < kc; ++k) {
+        fbatch b[nr_vec];
+        for (std::size_t v = 0; v < nr_vec; ++v) b[v] = fbatch::load_aligned(Bp + k * NR + v * W);
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const fbatch a(Ap[k * MR + r]);
+            for (std::size_t v = 0; v < nr_vec; ++v) c[r][v] = xsimd::fma(a, b[v], c[r][v]);
+        }
+    }
+    if (mr == MR && nr == NR) {
+        for (std::size_t r = 0; r < MR; ++r)
+            for (std::size_t v = 0; v < nr_vec; ++v) {
+                float* p = C + r * ldc + v * W;
+                (add ? fbatch::load_unaligned(p) + c[r][v] : c[r][v]).store_unaligned(p);
+            }
+        return;
+    }
+    alignas(64) float t[MR * NR];
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t v = 0; v < nr_vec; ++v) c[r][v].store_aligned(t + r * NR + v * W);
+    for (std::size_t r = 0; r < mr; ++r)
+        for (std::size_t j = 0; j < nr; ++j) C[r * ldc + j] = add ? C[r * ldc + j] + t[r * NR + j] : t[r * NR + j];
+}
+
+/// Pack rows [i0, i0 + mc) x cols [p0, p0 + kc) of A into MR-row panels (k-major), zero padded.
+inline void pack_a(const float* A, std::size_t lda, std::size_t i0, std::size_t mc, std::size_t p0,
+                   std::size_t kc, float* Ap) noexcept {
+    for (std::size_t ir = 0; ir < mc; ir += MR) {
+        float* dst = Ap + ir * kc;
+        const std::size_t mr = std::min(MR, mc - ir);
+        for (std::size_t r = 0; r < MR; ++r) {
+            if (r < mr) {
+                const float* src = A + (i0 + ir + r) * lda + p0;
+                for (std::size_t k = 0; k < kc; ++k) dst[k * MR + r] = src[k];
+            } else {
+                for (std::size_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.f;
+            }
+        }
+    }
+}
+
+/// Pack NR-column panels [pb, pe) of B rows [j0, j0 + nc) x cols [p0, p0 + kc) (k-major), zero padded.
+template <class TB>
+inline void pack_b(const TB* B, std::size_t ldb, std::size_t j0, std::size_t nc, std::size_t p0,
+                   std::size_t kc, std::size_t pb, std::size_t pe, float* Bp) noexcept {
+    const std::size_t kv = kc - kc % W;
+    for (std::size_t p = pb; p < pe; ++p) {
+        float* dst = Bp + p * NR * kc;
+        const std::size_t jr = p * NR, nr = std::min(NR, nc - jr);
+        for (std::size_t c = 0; c < NR; ++c) {
+            if (c >= nr) {
+                for (std::size_t k = 0; k < kc; ++k) dst[k * NR + c] = 0.f;
+                continue;
+            }
+            const TB* src = B + (j0 + jr + c) * ldb + p0;
+            alignas(64) float t[W];
+            for (std::size_t k = 0; k < kv; k += W) {
+                b_elem<TB>::load(src + k).store_aligned(t);
+                for (std::size_t l = 0; l < W; ++l) dst[(k + l) * NR + c] = t[l];
+            }
+            for (std::size_t k = kv; k < kc; ++k) dst[k * NR + c] = b_elem<TB>::scalar(src[k]);
+        }
+    }
+}
+
+template <class TB>
+inline void packed_gemm(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
+                        std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, bool accumulate,
+                        thread_pool* pool) {
+    static thread_local scratch b_buf;
+    const std::size_t threads = pool ? pool->size() : 1;
+    const std::size_t m_panels = (M + MR - 1) / MR;
+    float* Bp = b_buf.get(KC * NC);
+    for (std::size_t jc = 0; jc < N; jc += NC) {
+        const std::size_t nc = std::min(NC, N - jc);
+        const std::size_t n_panels = (nc + NR - 1) / NR;
+        for (std::size_t pc = 0; pc < K; pc += KC) {
+            const std::size_t kc = std::min(KC, K - pc);
+            const bool add = accumulate || pc > 0;
+            auto pack = [&](std::size_t pb, std::size_t pe) { pack_b(B, ldb, jc, nc, pc, kc, pb, pe, Bp); };
+            if (pool) pool->parallel_for(n_panels, pack); else pack(0, n_panels);
+            // One task = M panels [mb, me) x N panels [nb, ne) of this block.
+            auto compute = [&](std::size_t mb, std::size_t me, std::size_t nb, std::size_t ne) {
+                static thread_local scratch a_buf;
+                float* Ap = a_buf.get(MC * KC);
+                for (std::size_t ic = mb * MR; ic < std::min(me * MR, M); ic += MC) {
+                    const std::size_t mc = std::min({MC, M - ic, me * MR - ic});
+                    pack_a(A, lda, ic, mc, pc, kc, Ap);
+                    for (std::size_t p = nb; p < ne; ++p) {
+                        const std::size_t jr = p * NR, nr = std::min(NR, nc - jr);
+                        for (std::size_t ir = 0; ir < mc; ir += MR)
+                            micro_kernel(kc, Ap + ir * kc, Bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr,
+                                         ldc, std::min(MR, mc - ir), nr, add);
+                    }
+                }
+            };
+            // Enough M panels: split rows (each thread packs only its A); else split columns.
+            if (threads == 1)
+                compute(0, m_panels, 0, n_panels);
+            else if (m_panels >= 4 * threads)
+                pool->parallel_for(m_panels, [&](std::size_t b, std::size_t e) { compute(b, e, 0, n_panels); });
+            else
+                pool->parallel_for(n_panels, [&](std::size_t b, std::size_t e) { compute(0, m_panels, b, e); });
+        }
+    }
+}
+
+/// Below this many rows of A the row-dot engine wins (no packing of B).
+inline constexpr std::size_t small_m = 2 * MR;
+
+template <class TB>
+inline void gemm_nt_any(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
+                        std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, thread_pool* pool,
+                        bool accumulate) {
+    if (M == 0 || N == 0) return;
+    if (M == 1)
+        rowdot<TB, 1, 2 * rd_nb>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
+    else if (M < small_m || K < W)
+        rowdot<TB, rd_ma, rd_nb>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
+    else
+        packed_gemm<TB>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
+}
+
+} // namespace detail
+
 inline float dot(const float* a, const float* b, std::size_t n) noexcept {
-    float s = 0.f;
-    for (std::size_t i = 0; i < n; ++i) s += a[i] * b[i];
+    using simd::fbatch;
+    constexpr std::size_t W = simd::W;
+    const std::size_t nv = n - n % W;
+    fbatch s0(0.f), s1(0.f), s2(0.f), s3(0.f);
+    std::size_t i = 0;
+    for (; i + 4 * W <= nv; i += 4 * W) {
+        s0 = xsimd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), s0);
+        s1 = xsimd::fma(fbatch::load_unaligned(a + i + W), fbatch::load_unaligned(b + i + W), s1);
+        s2 = xsimd::fma(fbatch::load_unaligned(a + i + 2 * W), fbatch::load_unaligned(b + i + 2 * W), s2);
+        s3 = xsimd::fma(fbatch::load_unaligned(a + i + 3 * W), fbatch::load_unaligned(b + i + 3 * W), s3);
+    }
+    for (; i < nv; i += W) s0 = xsimd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), s0);
+    float s = xsimd::hadd((s0 + s1) + (s2 + s3));
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
+/// dot of f32 a with F16 (IEEE half bits) b, converted in registers.
+inline float dot_f16(const float* a, const std::uint16_t* b, std::size_t n) noexcept {
+    using simd::fbatch;
+    constexpr std::size_t W = simd::W;
+    const std::size_t nv = n - n % W;
+    fbatch s0(0.f), s1(0.f);
+    std::size_t i = 0;
+    for (; i + 2 * W <= nv; i += 2 * W) {
+        s0 = xsimd::fma(fbatch::load_unaligned(a + i), simd::load_f16(b + i), s0);
+        s1 = xsimd::fma(fbatch::load_unaligned(a + i + W), simd::load_f16(b + i + W), s1);
+    }
+    for (; i < nv; i += W) s0 = xsimd::fma(fbatch::load_unaligned(a + i), simd::load_f16(b + i), s0);
+    float s = xsimd::hadd(s0 + s1);
+    for (; i < n; ++i) s += a[i] * fp16_to_fp32(b[i]);
     return s;
 }
 
 /// y += a * x
 inline void axpy(std::size_t n, float a, const float* x, float* y) noexcept {
-    for (std::size_t i = 0; i < n; ++i) y[i] += a * x[i];
+    using simd::fbatch;
+    constexpr std::size_t W = simd::W;
+    const std::size_t nv = n - n % W;
+    const fbatch av(a);
+    for (std::size_t i = 0; i < nv; i += W)
+        xsimd::fma(av, fbatch::load_unaligned(x + i), fbatch::load_unaligned(y + i)).store_unaligned(y + i);
+    for (std::size_t i = nv; i < n; ++i) y[i] += a * x[i];
 }
 
-/// y[M] = A[M x K] * x[K]
+/// y[M] = A[M x K] * x[K]   (rows split over the pool)
 inline void gemv(const float* A, std::size_t lda, const float* x, float* y, std::size_t M,
                  std::size_t K, thread_pool* pool = nullptr) {
-    auto rows = [&](std::size_t b, std::size_t e) {
-        for (std::size_t i = b; i < e; ++i) y[i] = dot(A + i * lda, x, K);
-    };
-    if (pool) pool->parallel_for(M, rows); else rows(0, M);
+    if (M == 0) return;
+    detail::rowdot<float, 1, 2 * detail::rd_nb>(x, 0, A, lda, y, 1, 1, M, K, false, pool);
 }
 
-/// C[M x N] = A[M x K] * B[N x K]^T   (overwrites C)
+/// y[M] = A[M x K] (F16 rows) * x[K], converted in registers.
+inline void gemv_f16(const std::uint16_t* A, std::size_t lda, const float* x, float* y, std::size_t M,
+                     std::size_t K, thread_pool* pool = nullptr) {
+    if (M == 0) return;
+    detail::rowdot<std::uint16_t, 1, 2 * detail::rd_nb>(x, 0, A, lda, y, 1, 1, M, K, false, pool);
+}
+
+/// C[M x N] = A[M x K] * B[N x K]^T, or C += ... when accumulate.
 inline void gemm_nt(const float* A, std::size_t lda, const float* B, std::size_t ldb, float* C,
                     std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
-                    thread_pool* pool = nullptr) {
-    auto cols = [&](std::size_t b, std::size_t e) {
-        for (std::size_t i = 0; i < M; ++i)
-            for (std::size_t j = b; j < e; ++j) C[i * ldc + j] = dot(A + i * lda, B + j * ldb, K);
-    };
-    if (pool) pool->parallel_for(N, cols); else cols(0, N);
+                    thread_pool* pool = nullptr, bool accumulate = false) {
+    detail::gemm_nt_any<float>(A, lda, B, ldb, C, ldc, M, N, K, pool, accumulate);
+}
+
+/// C[M x N] (+)= A[M x K] * B[N x K]^T with B (weights) in F16; no converted copy
+/// of B is made beyond the packed KC x NC block.
+inline void gemm_nt_f16(const float* A, std::size_t lda, const std::uint16_t* B, std::size_t ldb,
+                        float* C, std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
+                        thread_pool* pool = nullptr, bool accumulate = false) {
+    detail::gemm_nt_any<std::uint16_t>(A, lda, B, ldb, C, ldc, M, N, K, pool, accumulate);
 }
 
 } // namespace archetype::kernels

@@ -93,7 +93,8 @@ struct Interleave {
                   "archetype: Interleave mixes a causal and a bidirectional mask: use two of one kind");
     static constexpr bool is_local(std::size_t layer) noexcept { return layer % N < N - 1; }
     static std::string describe() {
-        return "Interleave<" + std::to_string(N) + ", " + Local::describe() + ", " + Global::describe() + ">";
+        return "Interleave<" + (N == dynamic ? std::string("dynamic") : std::to_string(N)) + ", " + Local::describe() +
+               ", " + Global::describe() + ">";
     }
 };
 

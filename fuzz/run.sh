@@ -1,0 +1,46 @@
+#!/bin/bash
+# Builds the GGUF fuzzer with clang-14 and runs it for SECONDS (default 60),
+# seeded with every GGUF under the shared fixtures (copied to a temporary corpus
+# so the fixtures stay read-only). Crashes land in fuzz/artifacts/ (or $ARTIFACTS).
+#   fuzz/run.sh 1800          # the 30-minute run
+#   BUILD=/tmp/bf CORPUS=/tmp/gguf-corpus fuzz/run.sh 60
+set -euo pipefail
+seconds=${1:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(dirname "$here")
+build=${BUILD:-$src/build-fuzz}
+fixtures=${ARCHETYPE_FIXTURES:-$src/../shared/fixtures}
+artifacts=${ARTIFACTS:-$here/artifacts}
+cxx=${FUZZ_CXX:-clang++-14}
+
+if [ ! -f "$build/build.ninja" ]; then
+  CXX=$cxx meson setup "$build" "$src" -Db_lundef=false -Dtests=false -Dexamples=false \
+    -Dbenchmarks=false -Dtools=false -Dfuzz=true >/dev/null
+fi
+ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds >/dev/null
+
+# CORPUS=DIR keeps the corpus between runs; by default it is a temporary directory.
+if [ -n "${CORPUS:-}" ]; then
+  corpus=$CORPUS; mkdir -p "$corpus"
+else
+  corpus=$(mktemp -d /tmp/archetype-fuzz-corpus.XXXXXX)
+  trap 'rm -rf "$corpus"' EXIT
+fi
+n=0
+while IFS= read -r -d '' f; do
+  cp "$f" "$corpus/seed$n.gguf"; n=$((n+1))
+done < <(find "$fixtures" -name '*.gguf' -print0 2>/dev/null)
+# small valid files made by our writer (every metadata type, several tensor types,
+# alignments): they parse completely, so mutations reach the tensor checks.
+"$build/fuzz/fuzz_gguf_seeds" "$corpus"
+# the persistent corpus of earlier runs, when there is one
+[ -d "$here/corpus" ] && cp "$here"/corpus/* "$corpus"/ 2>/dev/null || true
+echo "fuzz_gguf: $n fixture seeds, $seconds s" >&2
+mkdir -p "$artifacts"
+# -timeout is wall-clock time: generous, because on a shared machine under `nice`
+# a 1 ms input was once starved for 14 s. -max_len (MAX_LEN, default 64 KiB): the
+# header, metadata and tensor table of every fixture fit (the largest, RWKV's, is
+# 24 KB); longer inputs only add tensor bytes the parser never reads and cut the
+# executions per second by 10x or more.
+"$build/fuzz/fuzz_gguf" "$corpus" -max_total_time="$seconds" -max_len="${MAX_LEN:-65536}" -rss_limit_mb=2048 \
+  -timeout=120 -print_final_stats=1 -artifact_prefix="$artifacts/"

@@ -1,0 +1,126 @@
+#pragma once
+// Hyperparameters of llama.cpp's `bert` GGUF architecture, read from the
+// metadata with llama.cpp's defaults where a key is absent (commit d32676d;
+// ../shared/fixtures/README.md §4.1, §5.6, §5.7):
+//
+//   bert.context_length, embedding_length, block_count,
+//   bert.feed_forward_length, attention.head_count          required
+//   bert.attention.head_count_kv          default head_count
+//   bert.attention.layer_norm_epsilon     required for LayerNorm models
+//   bert.attention.layer_norm_rms_epsilon used by RMSNorm encoders (default 1e-12)
+//   bert.attention.causal                 default false; true is refused (not an encoder)
+//   bert.pooling_type                     0 none, 1 mean, 2 cls, 3 last, 4 rank; default none
+//   bert.attention.sliding_window         symmetric window for SymmetricWindow<dynamic> (0 = none)
+//   bert.rope.freq_base / rope.dimension_count   for RoPE encoders (default 10000 / head dim)
+//   bert.vocab_size                       default: rows of token_embd.weight
+//   tokenizer.ggml.token_type_count       default: rows of token_types.weight (0 when absent)
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "archetype/core/error.hpp"
+#include "archetype/io/gguf.hpp"
+#include "archetype/policies/pooling.hpp"
+
+namespace archetype::arch {
+
+struct bert_hparams {
+    std::string arch;                  // "bert"
+    std::size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0;
+    std::size_t n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
+    std::size_t n_token_types = 0;     // rows of token_types.weight (0 = no token types)
+    float norm_eps = 1e-12f;           // LayerNorm eps (or RMSNorm eps for RMSNorm encoders)
+    float rms_eps = 1e-12f;
+    bool causal = false;
+    pooling_type pooling = pooling_type::none; // the file's default pooling
+    std::size_t n_swa = 0;             // symmetric window (0 = none)
+    float rope_freq_base = 10000.f;
+};
+
+namespace bert_detail {
+inline constexpr std::uint64_t dim_limit = std::uint64_t(1) << 20;
+inline std::size_t checked(const std::string& key, std::uint64_t v, std::uint64_t limit) {
+    if (v == 0 || v > limit)
+        throw format_error("metadata key '" + key + "' = " + std::to_string(v) + " is out of range (1.." +
+                           std::to_string(limit) + ")");
+    return static_cast<std::size_t>(v);
+}
+inline float checked_eps(const std::string& key, float v) {
+    if (!std::isfinite(v) || v < 0.f)
+        throw format_error("metadata key '" + key + "' = " + std::to_string(v) + " is not a finite non-negative number");
+    return v;
+}
+} // namespace bert_detail
+
+/// Reads the hyperparameters of a `bert` file.
+inline bert_hparams read_bert_hparams(const gguf::file& f) {
+    bert_hparams h;
+    h.arch = std::string(f.architecture());
+    if (h.arch != "bert")
+        throw shape_error("general.architecture is '" + h.arch + "', expected 'bert'");
+    const std::string a = h.arch + ".";
+    auto req = [&](const char* k, std::uint64_t limit = bert_detail::dim_limit) {
+        const std::string key = a + k;
+        return bert_detail::checked(key, f.get<std::uint64_t>(key), limit);
+    };
+    auto opt = [&](const char* k, std::size_t def, std::uint64_t limit = bert_detail::dim_limit) {
+        const std::string key = a + k;
+        if (!f.has(key)) return def;
+        return bert_detail::checked(key, f.get<std::uint64_t>(key), limit);
+    };
+    h.n_ctx_train = req("context_length", std::uint64_t(1) << 24);
+    h.n_embd = req("embedding_length");
+    h.n_layer = req("block_count", 4096);
+    h.n_ff = req("feed_forward_length");
+    h.n_head = req("attention.head_count", 4096);
+    h.n_head_kv = opt("attention.head_count_kv", h.n_head, 4096);
+    if (h.n_head % h.n_head_kv != 0)
+        throw format_error(a + "attention.head_count = " + std::to_string(h.n_head) +
+                           " is not a multiple of head_count_kv = " + std::to_string(h.n_head_kv));
+    if (h.n_embd % h.n_head != 0)
+        throw format_error(a + "embedding_length = " + std::to_string(h.n_embd) +
+                           " is not a multiple of head_count = " + std::to_string(h.n_head));
+    h.head_dim = h.n_embd / h.n_head;
+    h.n_rot = opt("rope.dimension_count", h.head_dim, 65536);
+    if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
+        throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +
+                           " must be even and at most the head dimension " + std::to_string(h.head_dim));
+    h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
+    if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
+        throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
+    if (f.has(a + "attention.layer_norm_epsilon"))
+        h.norm_eps = bert_detail::checked_eps(a + "attention.layer_norm_epsilon",
+                                              f.get<float>(a + "attention.layer_norm_epsilon"));
+    h.rms_eps = bert_detail::checked_eps(a + "attention.layer_norm_rms_epsilon",
+                                         f.get_or<float>(a + "attention.layer_norm_rms_epsilon", 1e-12f));
+    h.causal = f.get_or<bool>(a + "attention.causal", false);
+    if (h.causal)
+        throw shape_error(a + "attention.causal = true: this file is a causal model, not an encoder");
+    const auto pt = f.get_or<std::int64_t>(a + "pooling_type", 0);
+    const auto p = pooling_from_file_value(pt);
+    if (!p)
+        throw format_error(a + "pooling_type = " + std::to_string(pt) +
+                           " is not 0 (none), 1 (mean), 2 (cls), 3 (last) or 4 (rank)");
+    h.pooling = *p;
+    h.n_swa = f.has(a + "attention.sliding_window")
+                  ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
+    if (h.n_swa > (std::size_t(1) << 24))
+        throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");
+
+    if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() >= 2)
+        h.n_vocab = opt("vocab_size", static_cast<std::size_t>(t->ne[1]), std::uint64_t(1) << 31);
+    else
+        h.n_vocab = req("vocab_size", std::uint64_t(1) << 31);
+    const auto* tt = f.find_tensor("token_types.weight");
+    const std::size_t tt_rows = tt && tt->ne.size() >= 2 ? static_cast<std::size_t>(tt->ne[1]) : (tt ? 1 : 0);
+    h.n_token_types = f.has("tokenizer.ggml.token_type_count")
+                          ? f.get<std::size_t>("tokenizer.ggml.token_type_count") : tt_rows;
+    if (tt && h.n_token_types != tt_rows)
+        throw format_error("tokenizer.ggml.token_type_count = " + std::to_string(h.n_token_types) +
+                           " but token_types.weight has " + std::to_string(tt_rows) + " rows");
+    return h;
+}
+
+} // namespace archetype::arch

@@ -1,0 +1,169 @@
+#pragma once
+// Hyperparameters of llama.cpp's `llama` and `mellum` GGUF architectures, read
+// from the metadata with llama.cpp's defaults where a key is absent (commit
+// d32676d; ../shared/fixtures/README.md §4.1):
+//
+//   {arch}.context_length, embedding_length, block_count, attention.head_count  required
+//   {arch}.feed_forward_length            required unless the model is a MoE
+//   {arch}.attention.head_count_kv        default head_count
+//   {arch}.attention.key_length           default embedding_length / head_count
+//   {arch}.rope.dimension_count           default key_length
+//   {arch}.rope.freq_base                 default 10000
+//   {arch}.rope.scaling.type              default linear ("none" = linear factor 1)
+//   {arch}.rope.scaling.factor / rope.scale_linear   default 1
+//   {arch}.rope.scaling.original_context_length     default context_length
+//   {arch}.rope.scaling.yarn_beta_fast / _slow / yarn_ext_factor / attn_factor
+//   {arch}.attention.layer_norm_rms_epsilon         required (llama.cpp requires it)
+//   {arch}.vocab_size                     default: rows of token_embd.weight
+//   {arch}.expert_count / expert_used_count         default 0
+//   mellum: {arch}.attention.sliding_window (0/absent = none) and
+//           {arch}.attention.sliding_window_pattern (bool per layer, or a period N:
+//           layer il windowed iff N == 0 || il % N < N - 1)
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+#include "archetype/io/gguf.hpp"
+
+namespace archetype::arch {
+
+enum class rope_scaling { none, linear, yarn };
+
+struct llama_hparams {
+    std::string arch;                    // "llama" or "mellum"
+    std::size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0;
+    std::size_t n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
+    float rms_eps = 1e-5f;
+    // RoPE
+    bool rope_neox = false;              // pairing implied by the architecture
+    float rope_freq_base = 10000.f;
+    rope_scaling rope_scaling_type = rope_scaling::linear;
+    float rope_freq_scale = 1.f;         // 1 / scaling factor
+    std::size_t rope_n_ctx_orig = 0;
+    float yarn_ext_factor = 0.f, yarn_attn_factor = 1.f, yarn_beta_fast = 32.f, yarn_beta_slow = 1.f;
+    // MoE
+    std::size_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+    // sliding window
+    std::size_t n_swa = 0;               // 0 = none
+    std::vector<bool> swa_layers;        // per layer, when n_swa > 0
+    bool swa_pattern_in_file = false;
+};
+
+namespace detail {
+inline std::size_t checked_dim(const gguf::file& f, const std::string& key, std::uint64_t v,
+                               std::uint64_t limit = std::uint64_t(1) << 24) {
+    if (v == 0 || v > limit)
+        throw format_error("metadata key '" + key + "' = " + std::to_string(v) + " is out of range (1.." +
+                           std::to_string(limit) + ")");
+    (void)f;
+    return static_cast<std::size_t>(v);
+}
+} // namespace detail
+
+/// Reads the hyperparameters of a `llama` or `mellum` file.
+inline llama_hparams read_llama_hparams(const gguf::file& f) {
+    llama_hparams h;
+    h.arch = std::string(f.architecture());
+    if (h.arch != "llama" && h.arch != "mellum")
+        throw shape_error("general.architecture is '" + h.arch + "', expected 'llama' or 'mellum'");
+    const std::string a = h.arch + ".";
+    auto req = [&](const char* k, std::uint64_t limit = std::uint64_t(1) << 24) {
+        const std::string key = a + k;
+        return detail::checked_dim(f, key, f.get<std::uint64_t>(key), limit);
+    };
+    auto opt = [&](const char* k, std::size_t def, std::uint64_t limit = std::uint64_t(1) << 24) {
+        const std::string key = a + k;
+        if (!f.has(key)) return def;
+        return detail::checked_dim(f, key, f.get<std::uint64_t>(key), limit);
+    };
+    h.n_ctx_train = req("context_length", std::uint64_t(1) << 30);
+    h.n_embd = req("embedding_length");
+    h.n_layer = req("block_count", 4096);
+    h.n_head = req("attention.head_count", 4096);
+    h.n_head_kv = opt("attention.head_count_kv", h.n_head, 4096);
+    if (h.n_head % h.n_head_kv != 0)
+        throw format_error(a + "attention.head_count = " + std::to_string(h.n_head) +
+                           " is not a multiple of head_count_kv = " + std::to_string(h.n_head_kv));
+    if (h.n_embd % h.n_head != 0 && !f.has(a + "attention.key_length"))
+        throw format_error(a + "embedding_length = " + std::to_string(h.n_embd) +
+                           " is not a multiple of head_count = " + std::to_string(h.n_head));
+    h.head_dim = opt("attention.key_length", h.n_embd / h.n_head, 65536);
+    h.head_dim_v = opt("attention.value_length", h.head_dim, 65536);
+    if (h.head_dim_v != h.head_dim)
+        throw shape_error(a + "attention.value_length = " + std::to_string(h.head_dim_v) +
+                          " differs from key_length = " + std::to_string(h.head_dim) + " (not supported)");
+    h.n_rot = opt("rope.dimension_count", h.head_dim, 65536);
+    if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
+        throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +
+                           " must be even and at most the head dimension " + std::to_string(h.head_dim));
+    h.rms_eps = f.get<float>(a + "attention.layer_norm_rms_epsilon");
+    if (!(h.rms_eps >= 0.f) || !std::isfinite(h.rms_eps))
+        throw format_error(a + "attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) +
+                           " is not a finite non-negative number");
+    h.rope_neox = h.arch == "mellum";
+    h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
+    if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
+        throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
+    const std::string st = f.get_or<std::string>(a + "rope.scaling.type", "linear");
+    if (st == "none" || st == "linear")
+        h.rope_scaling_type = st == "none" ? rope_scaling::none : rope_scaling::linear;
+    else if (st == "yarn")
+        h.rope_scaling_type = rope_scaling::yarn;
+    else
+        throw shape_error(a + "rope.scaling.type = '" + st + "' is not supported (none, linear, yarn)");
+    float factor = f.get_or<float>(a + "rope.scale_linear", 0.f);
+    factor = f.get_or<float>(a + "rope.scaling.factor", factor);
+    if (!std::isfinite(factor) || factor < 0.f)
+        throw format_error(a + "rope.scaling.factor = " + std::to_string(factor) + " is not valid");
+    h.rope_freq_scale = (factor == 0.f || h.rope_scaling_type == rope_scaling::none) ? 1.f : 1.f / factor;
+    h.rope_n_ctx_orig = opt("rope.scaling.original_context_length", h.n_ctx_train, std::uint64_t(1) << 30);
+    h.yarn_ext_factor = f.get_or<float>(a + "rope.scaling.yarn_ext_factor",
+                                        h.rope_scaling_type == rope_scaling::yarn ? 1.f : 0.f);
+    h.yarn_attn_factor = f.get_or<float>(a + "rope.scaling.attn_factor", 1.f);
+    h.yarn_beta_fast = f.get_or<float>(a + "rope.scaling.yarn_beta_fast", 32.f);
+    h.yarn_beta_slow = f.get_or<float>(a + "rope.scaling.yarn_beta_slow", 1.f);
+
+    h.n_expert = f.has(a + "expert_count") ? f.get<std::size_t>(a + "expert_count") : 0;
+    h.n_expert_used = f.has(a + "expert_used_count") ? f.get<std::size_t>(a + "expert_used_count") : 0;
+    if (h.n_expert > 4096 || h.n_expert_used > h.n_expert || (h.n_expert > 0 && h.n_expert_used == 0))
+        throw format_error(a + "expert_count = " + std::to_string(h.n_expert) + ", expert_used_count = " +
+                           std::to_string(h.n_expert_used) + ": need 1 <= used <= count <= 4096");
+    if (h.n_expert > 0) {
+        h.n_ff_exp = opt("expert_feed_forward_length", 0);
+        h.n_ff = opt("feed_forward_length", h.n_ff_exp);
+        if (h.n_ff_exp == 0) h.n_ff_exp = h.n_ff;
+    } else {
+        h.n_ff = req("feed_forward_length");
+    }
+
+    if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() >= 2)
+        h.n_vocab = opt("vocab_size", static_cast<std::size_t>(t->ne[1]), std::uint64_t(1) << 31);
+    else
+        h.n_vocab = req("vocab_size", std::uint64_t(1) << 31);
+
+    if (h.arch == "mellum") {
+        h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
+        if (h.n_swa > 0) {
+            const std::string pk = a + "attention.sliding_window_pattern";
+            if (!f.has(pk))
+                throw format_error("missing key '" + pk + "' (mellum requires it with a sliding window)");
+            h.swa_pattern_in_file = true;
+            if (f.type_of(pk) == gguf::value_type::ARRAY) {
+                h.swa_layers = f.get<std::vector<bool>>(pk);
+                if (h.swa_layers.size() != h.n_layer)
+                    throw format_error("'" + pk + "' has " + std::to_string(h.swa_layers.size()) +
+                                       " entries but block_count = " + std::to_string(h.n_layer));
+            } else {
+                const auto n = f.get<std::size_t>(pk);
+                h.swa_layers.resize(h.n_layer);
+                for (std::size_t il = 0; il < h.n_layer; ++il) h.swa_layers[il] = n == 0 || il % n < n - 1;
+            }
+        }
+    }
+    return h;
+}
+
+} // namespace archetype::arch

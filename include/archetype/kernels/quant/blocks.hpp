@@ -1,0 +1,109 @@
+#pragma once
+// llama.cpp's quantised block layouts (ggml-common.h), byte for byte.
+//
+// A row of `cols` elements is cols / QK consecutive blocks; nothing in a block
+// is aligned beyond 2 bytes (an F16 field), and rows of an 18-byte type start
+// at any even offset. So the code reads fields from byte pointers (memcpy for
+// the halves) instead of casting to these structs: the structs document the
+// layout and let static_assert pin the offsets and sizes against dtype.hpp.
+//
+// Element order inside a block (the part that is easy to get wrong):
+//   Q4_0/Q4_1   qs[j] low nibble = element j, high nibble = element j + 16
+//   Q5_0/Q5_1   as Q4, plus bit j of the little-endian u32 qh = 5th bit of element j
+//   Q8_0        qs[j] = element j (int8)
+//   Q4_K        256 = 4 chunks of 64; chunk c: qs[32c + l] low nibble = element
+//               64c + l (sub-block 2c), high nibble = element 64c + 32 + l (sub-block 2c + 1);
+//               8 six-bit scales and mins packed in scales[12] (get_scale_min_k4)
+//   Q5_K        as Q4_K, 5th bit of element 64c + l is bit 2c of qh[l], of
+//               element 64c + 32 + l bit 2c + 1 of qh[l]
+//   Q6_K        256 = 2 halves of 128; half h, l < 32 (ql += 64h, qh += 32h):
+//               element 128h + l      = ql[l] & 15      | (qh[l] >> 0 & 3) << 4
+//               element 128h + 32 + l = ql[l + 32] & 15 | (qh[l] >> 2 & 3) << 4
+//               element 128h + 64 + l = ql[l] >> 4      | (qh[l] >> 4 & 3) << 4
+//               element 128h + 96 + l = ql[l + 32] >> 4 | (qh[l] >> 6 & 3) << 4
+//               value = d * scales[element / 16] * (q - 32)
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "archetype/core/dtype.hpp"
+#include "archetype/core/half.hpp"
+
+namespace archetype::quant {
+
+inline constexpr std::size_t qk = 32;    // elements per block of the legacy types
+inline constexpr std::size_t qk_k = 256; // elements per super-block of the K types
+inline constexpr std::size_t k_scale_size = 12;
+
+struct block_q4_0 { std::uint16_t d; std::uint8_t qs[16]; };
+struct block_q4_1 { std::uint16_t d, m; std::uint8_t qs[16]; };
+struct block_q5_0 { std::uint16_t d; std::uint8_t qh[4]; std::uint8_t qs[16]; };
+struct block_q5_1 { std::uint16_t d, m; std::uint8_t qh[4]; std::uint8_t qs[16]; };
+struct block_q8_0 { std::uint16_t d; std::int8_t qs[32]; };
+struct block_q4_K { std::uint16_t d, dmin; std::uint8_t scales[k_scale_size]; std::uint8_t qs[128]; };
+struct block_q5_K {
+    std::uint16_t d, dmin;
+    std::uint8_t scales[k_scale_size];
+    std::uint8_t qh[32];
+    std::uint8_t qs[128];
+};
+struct block_q6_K { std::uint8_t ql[128]; std::uint8_t qh[64]; std::int8_t scales[16]; std::uint16_t d; };
+
+static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
+              sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_q4_K) == 144 &&
+              sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210);
+static_assert(traits_of(ggml_type::Q4_0).type_size == sizeof(block_q4_0) &&
+              traits_of(ggml_type::Q4_1).type_size == sizeof(block_q4_1) &&
+              traits_of(ggml_type::Q5_0).type_size == sizeof(block_q5_0) &&
+              traits_of(ggml_type::Q5_1).type_size == sizeof(block_q5_1) &&
+              traits_of(ggml_type::Q8_0).type_size == sizeof(block_q8_0) &&
+              traits_of(ggml_type::Q4_K).type_size == sizeof(block_q4_K) &&
+              traits_of(ggml_type::Q5_K).type_size == sizeof(block_q5_K) &&
+              traits_of(ggml_type::Q6_K).type_size == sizeof(block_q6_K));
+static_assert(offsetof(block_q5_0, qs) == 6 && offsetof(block_q5_1, qs) == 8 &&
+              offsetof(block_q4_K, qs) == 16 && offsetof(block_q5_K, qh) == 16 &&
+              offsetof(block_q5_K, qs) == 48 && offsetof(block_q6_K, qh) == 128 &&
+              offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208);
+
+/// Little-endian u16 / u32 at any address (the files are little-endian; so is x86).
+inline std::uint16_t load_u16(const std::uint8_t* p) noexcept {
+    std::uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+inline std::uint32_t load_u32(const std::uint8_t* p) noexcept {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+inline float load_f16(const std::uint8_t* p) noexcept { return fp16_to_fp32(load_u16(p)); }
+inline void store_u16(std::uint8_t* p, std::uint16_t v) noexcept { std::memcpy(p, &v, 2); }
+inline void store_f16(std::uint8_t* p, float f) noexcept { store_u16(p, fp32_to_fp16(f)); }
+
+/// Six-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block:
+/// j < 4 sit in the low 6 bits of scales[j] / scales[j + 4]; j >= 4 take their
+/// low 4 bits from a nibble of scales[j + 4] and their top 2 bits from the
+/// spare high bits of scales[j - 4] / scales[j].
+inline void scale_min_k4(std::size_t j, const std::uint8_t* s, std::uint8_t& sc, std::uint8_t& m) noexcept {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = std::uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+        m = std::uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+/// True for the types this module can dequantise and multiply.
+constexpr bool is_supported(ggml_type t) noexcept {
+    switch (t) {
+    case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16:
+    case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0:
+    case ggml_type::Q5_1: case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace archetype::quant

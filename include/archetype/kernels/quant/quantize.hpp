@@ -1,0 +1,160 @@
+#pragma once
+// Quantisation of F32 rows into llama.cpp block formats, bit-exact with
+// ggml-quants.c's quantize_row_*_ref (the deterministic reference llama.cpp's
+// own quantizer uses when no importance matrix is given): the same absmax /
+// min-max scale choice, the same rounding (roundf for Q8_0, truncation of
+// x + 8.5 for Q4_0 ...), the same F16 rounding of the scales.
+// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and the plain F32, F16, BF16.
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "archetype/core/dtype.hpp"
+#include "archetype/core/error.hpp"
+#include "archetype/core/half.hpp"
+#include "archetype/kernels/quant/blocks.hpp"
+
+namespace archetype::quant {
+
+namespace detail {
+
+inline void q_q8_0(const float* x, std::uint8_t* b) noexcept {
+    float amax = 0.f;
+    for (std::size_t j = 0; j < 32; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b, d);
+    for (std::size_t j = 0; j < 32; ++j)
+        b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(std::round(x[j] * id)));
+}
+
+// The value of largest magnitude, keeping its sign (first one on ties).
+inline float signed_absmax(const float* x) noexcept {
+    float amax = 0.f, max = 0.f;
+    for (std::size_t j = 0; j < 32; ++j)
+        if (amax < std::fabs(x[j])) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    return max;
+}
+inline void min_max(const float* x, float& mn, float& mx) noexcept {
+    mn = FLT_MAX;
+    mx = -FLT_MAX;
+    for (std::size_t j = 0; j < 32; ++j) {
+        if (x[j] < mn) mn = x[j];
+        if (x[j] > mx) mx = x[j];
+    }
+}
+// ggml truncates towards zero through int8_t, then clamps from above only.
+inline std::uint8_t trunc_clamp(float v, int hi) noexcept {
+    const int t = static_cast<std::int8_t>(v);
+    return static_cast<std::uint8_t>(t < hi ? t : hi);
+}
+
+inline void q_q4_0(const float* x, std::uint8_t* b) noexcept {
+    const float d = signed_absmax(x) / -8.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b, d);
+    for (std::size_t j = 0; j < 16; ++j) {
+        const std::uint8_t lo = trunc_clamp(x[j] * id + 8.5f, 15);
+        const std::uint8_t hi = trunc_clamp(x[j + 16] * id + 8.5f, 15);
+        b[2 + j] = static_cast<std::uint8_t>(lo | hi << 4);
+    }
+}
+inline void q_q4_1(const float* x, std::uint8_t* b) noexcept {
+    float mn, mx;
+    min_max(x, mn, mx);
+    const float d = (mx - mn) / 15.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b, d);
+    store_f16(b + 2, mn);
+    for (std::size_t j = 0; j < 16; ++j) {
+        const std::uint8_t lo = trunc_clamp((x[j] - mn) * id + 0.5f, 15);
+        const std::uint8_t hi = trunc_clamp((x[j + 16] - mn) * id + 0.5f, 15);
+        b[4 + j] = static_cast<std::uint8_t>(lo | hi << 4);
+    }
+}
+inline void q_q5_0(const float* x, std::uint8_t* b) noexcept {
+    const float d = signed_absmax(x) / -16.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b, d);
+    std::uint32_t qh = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+        const std::uint8_t q0 = trunc_clamp(x[j] * id + 16.5f, 31);
+        const std::uint8_t q1 = trunc_clamp(x[j + 16] * id + 16.5f, 31);
+        b[6 + j] = static_cast<std::uint8_t>((q0 & 0xF) | (q1 & 0xF) << 4);
+        qh |= std::uint32_t(q0 >> 4 & 1) << j;
+        qh |= std::uint32_t(q1 >> 4 & 1) << (j + 16);
+    }
+    std::memcpy(b + 2, &qh, 4);
+}
+inline void q_q5_1(const float* x, std::uint8_t* b) noexcept {
+    float mn, mx;
+    min_max(x, mn, mx);
+    const float d = (mx - mn) / 31.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b, d);
+    store_f16(b + 2, mn);
+    std::uint32_t qh = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+        // ggml casts straight to uint8_t here (no clamp): the value is in [0, 31.5].
+        const auto q0 = static_cast<std::uint8_t>((x[j] - mn) * id + 0.5f);
+        const auto q1 = static_cast<std::uint8_t>((x[j + 16] - mn) * id + 0.5f);
+        b[8 + j] = static_cast<std::uint8_t>((q0 & 0xF) | (q1 & 0xF) << 4);
+        qh |= std::uint32_t(q0 >> 4 & 1) << j;
+        qh |= std::uint32_t(q1 >> 4 & 1) << (j + 16);
+    }
+    std::memcpy(b + 4, &qh, 4);
+}
+
+} // namespace detail
+
+/// True when quantize_row can produce `type`.
+constexpr bool can_quantize(ggml_type t) noexcept {
+    switch (t) {
+    case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16: case ggml_type::Q8_0:
+    case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/// Encodes n floats (a multiple of the type's block size) as `type` into dst,
+/// which holds n / block_size * type_size bytes. argument_error naming the type
+/// when it cannot be produced, or naming n when it is not whole blocks.
+inline void quantize_row(ggml_type type, const float* src, void* dst, std::size_t n) {
+    if (!can_quantize(type))
+        throw argument_error("quantize_row: cannot quantise to type " + std::string(type_name(type)));
+    const auto tr = traits_of(type);
+    if (n % tr.block_size != 0)
+        throw argument_error("quantize_row: " + std::to_string(n) + " elements is not a multiple of the " +
+                             std::string(type_name(type)) + " block size " + std::to_string(tr.block_size));
+    auto* d = static_cast<std::uint8_t*>(dst);
+    switch (type) {
+    case ggml_type::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case ggml_type::F16:
+        for (std::size_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_fp16(src[i]));
+        return;
+    case ggml_type::BF16:
+        for (std::size_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_bf16(src[i]));
+        return;
+    default: break;
+    }
+    for (std::size_t i = 0; i < n / 32; ++i, src += 32, d += tr.type_size) {
+        switch (type) {
+        case ggml_type::Q8_0: detail::q_q8_0(src, d); break;
+        case ggml_type::Q4_0: detail::q_q4_0(src, d); break;
+        case ggml_type::Q4_1: detail::q_q4_1(src, d); break;
+        case ggml_type::Q5_0: detail::q_q5_0(src, d); break;
+        case ggml_type::Q5_1: detail::q_q5_1(src, d); break;
+        default: break;
+        }
+    }
+}
+
+} // namespace archetype::quant

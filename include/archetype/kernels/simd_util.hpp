@@ -1,0 +1,60 @@
+#pragma once
+// Small helpers shared by the vectorised kernels: the float batch of the
+// compile-time architecture, horizontal max, and F16 loads converted in
+// registers (F16C / AVX-512 when the compiler targets them, scalar otherwise).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "archetype/core/half.hpp"
+#include "archetype/core/simd.hpp"
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace archetype::kernels::simd {
+
+using fbatch = xsimd::batch<float>;
+inline constexpr std::size_t W = fbatch::size;
+
+/// Number of vector registers of the target: sizes register tiles.
+#if XSIMD_WITH_AVX512F
+inline constexpr std::size_t n_registers = 32;
+#else
+inline constexpr std::size_t n_registers = 16;
+#endif
+
+/// Largest lane (xsimd 8.1 has no horizontal max).
+inline float hmax(const fbatch& b) noexcept {
+    alignas(64) float t[W];
+    b.store_aligned(t);
+    float m = t[0];
+    for (std::size_t i = 1; i < W; ++i) m = std::max(m, t[i]);
+    return m;
+}
+
+/// W floats from W IEEE halves at p (unaligned), converted in registers.
+inline fbatch load_f16(const std::uint16_t* p) noexcept {
+    // default_arch is the widest enabled arch, so the branches follow XSIMD_WITH_*.
+#if XSIMD_WITH_AVX512F
+    return fbatch(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#elif XSIMD_WITH_AVX && defined(__F16C__)
+    return fbatch(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#elif XSIMD_WITH_SSE2 && !XSIMD_WITH_AVX && defined(__F16C__)
+    return fbatch(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#else
+    alignas(64) float t[W];
+    for (std::size_t i = 0; i < W; ++i) t[i] = fp16_to_fp32(p[i]);
+    return fbatch::load_aligned(t);
+#endif
+}
+
+/// True when load_f16 is a hardware conversion (so F16 weights decode at bandwidth).
+inline constexpr bool hardware_f16 =
+#if defined(__F16C__) || defined(__AVX512F__)
+    true;
+#else
+    false;
+#endif
+
+} // namespace archetype::kernels::simd

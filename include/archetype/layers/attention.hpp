@@ -1,0 +1,77 @@
+#pragma once
+// The self-attention block of a transformer layer at run time, apart from the
+// cache: the Q/K/V projections (+ optional biases), the per-head QK RMSNorm,
+// RoPE, and the output projection. Where keys and values come from (a cache,
+// a ring, the chunk itself) is the runtime's business; the scaled-dot-product
+// part is kernels::attention.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/matmul.hpp"
+#include "archetype/kernels/norm.hpp"
+#include "archetype/layers/rope.hpp"
+#include "archetype/policies/mask.hpp"
+
+namespace archetype::layers {
+
+struct attention_weights {
+    kernels::weight_view wq{}, wk{}, wv{}, wo{};
+    const float* bq = nullptr; const float* bk = nullptr; const float* bv = nullptr; const float* bo = nullptr;
+    const float* q_norm = nullptr; // [head_dim] per-head RMSNorm weight of Q (QK-norm), or null
+    const float* k_norm = nullptr;
+};
+
+struct attention_dims {
+    std::size_t n_head = 0, n_head_kv = 0, head_dim = 0;
+    float scale = 1.f;  // usually 1/sqrt(head_dim)
+    float norm_eps = 1e-5f;
+    std::size_t q_width() const noexcept { return n_head * head_dim; }
+    std::size_t kv_width() const noexcept { return n_head_kv * head_dim; }
+};
+
+namespace detail {
+inline void add_row_bias(float* y, std::size_t ld, std::size_t n, const float* b, std::size_t w) noexcept {
+    if (!b) return;
+    for (std::size_t t = 0; t < n; ++t)
+        for (std::size_t i = 0; i < w; ++i) y[t * ld + i] += b[i];
+}
+} // namespace detail
+
+/// q[n x q_width], k/v[n x kv_width] from h[n x n_embd]; QK-norm and RoPE applied
+/// (rope may be null for position policies without rotation; cos/sin per row).
+inline void project_qkv(const attention_weights& w, const attention_dims& d, const float* h, std::size_t ldh,
+                        std::size_t n, float* q, float* k, float* v, const rope_params* rope, const float* cos,
+                        const float* sin, thread_pool* pool) {
+    const std::size_t qw = d.q_width(), kw = d.kv_width(), hd = d.head_dim;
+    kernels::matmul(w.wq, h, ldh, n, q, qw, pool);
+    kernels::matmul(w.wk, h, ldh, n, k, kw, pool);
+    kernels::matmul(w.wv, h, ldh, n, v, kw, pool);
+    detail::add_row_bias(q, qw, n, w.bq, qw);
+    detail::add_row_bias(k, kw, n, w.bk, kw);
+    detail::add_row_bias(v, kw, n, w.bv, kw);
+    if (w.q_norm)
+        for (std::size_t r = 0; r < n * d.n_head; ++r) kernels::rms_norm(q + r * hd, w.q_norm, q + r * hd, hd, d.norm_eps);
+    if (w.k_norm)
+        for (std::size_t r = 0; r < n * d.n_head_kv; ++r)
+            kernels::rms_norm(k + r * hd, w.k_norm, k + r * hd, hd, d.norm_eps);
+    if (rope) {
+        apply_rope(*rope, q, qw, n, d.n_head, hd, cos, sin);
+        apply_rope(*rope, k, kw, n, d.n_head_kv, hd, cos, sin);
+    }
+}
+
+/// Causal visibility of a key at position pk from a query at pq for one layer:
+/// window 0 = plain causal; sink S > 0 keeps positions < S visible besides the window.
+struct causal_rule {
+    std::int64_t window = 0; // 0: none
+    std::int64_t sink = 0;
+    constexpr bool operator()(pos_t pq, pos_t pk) const noexcept {
+        if (pk < 0 || pk > pq) return false;
+        if (window == 0) return true;
+        return SlidingWindow<>::visible(pq, pk, window) || pk < sink;
+    }
+};
+
+} // namespace archetype::layers

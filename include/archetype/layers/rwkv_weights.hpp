@@ -1,0 +1,63 @@
+#pragma once
+// The weights of an RWKV-5/6 model as the layers read them: plain views (into
+// the mapped file, or into buffers owned by the loaded model) plus the
+// hyperparameters. Filled by io (rwkv.cpp .bin or GGUF rwkv6); no file format
+// knowledge here.
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include "archetype/kernels/matmul.hpp"
+
+namespace archetype {
+
+struct rwkv_hparams {
+    int version = 6;            ///< 5 (v5.2 Eagle) or 6 (Finch)
+    std::size_t n_vocab = 0;
+    std::size_t n_embd = 0;     ///< C
+    std::size_t n_layer = 0;
+    std::size_t head_size = 0;  ///< N
+    std::size_t n_head = 0;     ///< H = C / N
+    std::size_t n_ffn = 0;      ///< channel-mix hidden size
+    std::size_t n_lora_mix = 0;   ///< v6 ddlerp LoRA rank (D_MIX), per one of the 5 mixes
+    std::size_t n_lora_decay = 0; ///< v6 decay LoRA rank
+    float ln_eps = 1e-5f;       ///< LayerNorm eps (ln0, ln1, ln2, ln_out)
+    float gn_eps = 64e-5f;      ///< GroupNorm eps of ln_x (official 64e-5; rwkv.cpp v5 used 1e-5)
+    std::size_t rescale_every = 0; ///< halve x after every n-th layer (0: never; llama.cpp's key)
+
+    /// floats of recurrent state per layer: ffn shift, att shift, H x N x N wkv
+    std::size_t state_floats_per_layer() const noexcept { return (2 + head_size) * n_embd; }
+    std::size_t state_floats() const noexcept { return n_layer * state_floats_per_layer(); }
+};
+
+/// Order of the five v6 token-shift mixes, as in the files (fused lerp, W2 slices).
+enum rwkv_mix : std::size_t { mix_w = 0, mix_k = 1, mix_v = 2, mix_r = 3, mix_g = 4 };
+
+struct rwkv_layer_weights {
+    const float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
+    // time mix token shift: x_c = xa + (prev - xa) * (maa[c] (+ LoRA_c, v6)).
+    // v5 files store mix coefficients mu; the loader converts them to maa = 1 - mu.
+    const float* maa_x = nullptr;             ///< v6 only
+    std::array<const float*, 5> maa{};        ///< w (v6 only), k, v, r, g
+    kernels::weight_view maa_w1;              ///< v6: [5*D_MIX x C]
+    std::array<kernels::weight_view, 5> maa_w2{}; ///< v6: per mix [C x D_MIX]
+    const float* decay = nullptr;             ///< v6: raw w0; v5: the multiplier exp(-exp(w0))
+    kernels::weight_view decay_w1, decay_w2;  ///< v6: [D_DECAY x C], [C x D_DECAY]
+    const float* u = nullptr;                 ///< bonus (time_first / time_faaaa), H*N
+    kernels::weight_view wr, wk, wv, wg, wo;  ///< [C x C]
+    const float *lnx_w = nullptr, *lnx_b = nullptr;
+    // channel mix
+    const float *ffn_maa_k = nullptr, *ffn_maa_r = nullptr;
+    kernels::weight_view ffn_k, ffn_v, ffn_r; ///< [F x C], [C x F], [C x C]
+};
+
+struct rwkv_weights {
+    rwkv_hparams hp;
+    kernels::weight_view emb;  ///< [V x C]
+    const float *ln0_w = nullptr, *ln0_b = nullptr;
+    std::vector<rwkv_layer_weights> layers;
+    const float *ln_out_w = nullptr, *ln_out_b = nullptr;
+    kernels::weight_view head; ///< [V x C]
+};
+
+} // namespace archetype

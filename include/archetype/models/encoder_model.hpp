@@ -1,0 +1,231 @@
+#pragma once
+// encoder_model<Enc>: an Encoder<...> structure bound to the weights of a GGUF
+// file (llama.cpp architecture `bert`). The file stays memory-mapped; 2-D
+// weights are views into it (matmul works on the stored type), 1-D vectors
+// (biases, norms) are used in place when F32 and converted once otherwise.
+//
+//   auto model = archetype::load_model<MiniLM>("all-MiniLM-L6-v2.gguf");
+//
+// Every shape is checked against the hyperparameters and the compiled policies
+// at load (shape_error naming the tensor), so the forward pass never indexes
+// past a tensor.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "archetype/core/dtype.hpp"
+#include "archetype/core/error.hpp"
+#include "archetype/io/arch/bert.hpp"
+#include "archetype/io/gguf.hpp"
+#include "archetype/kernels/convert.hpp"
+#include "archetype/kernels/matmul.hpp"
+#include "archetype/layers/ffn.hpp"
+#include "archetype/models/encoder.hpp"
+
+namespace archetype {
+
+/// One encoder block's weights. Post-norm (BERT) uses attn_output_norm after
+/// the attention residual and layer_output_norm after the FFN residual;
+/// pre-norm uses attn_norm / ffn_norm before each sub-layer.
+struct encoder_layer_weights {
+    kernels::weight_view wq{}, wk{}, wv{}, wo{};
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+    const float *norm1_w = nullptr, *norm1_b = nullptr; // after attention (post) / before it (pre)
+    const float *norm2_w = nullptr, *norm2_b = nullptr; // after the FFN (post) / before it (pre)
+    layers::ffn_weights ffn{};
+};
+
+template <class Enc>
+class encoder_model {
+    static_assert(EncoderModel<Enc>, "archetype: encoder_model<Enc> takes an Encoder<...> type");
+
+public:
+    using architecture = Enc;
+
+    arch::bert_hparams hp;
+    kernels::weight_view tok_embd{}, pos_embd{}, type_embd{};
+    bool has_positions = false, has_token_types = false;
+    const float *embd_norm_w = nullptr, *embd_norm_b = nullptr; // token_embd_norm (BERT)
+    const float *out_norm_w = nullptr, *out_norm_b = nullptr;   // output_norm (pre-norm encoders)
+    std::vector<encoder_layer_weights> layers;
+    // RankPooling classifier (llama.cpp: cls, cls.output); absent tensors stay empty
+    kernels::weight_view cls{}, cls_out{};
+    const float *cls_b = nullptr, *cls_out_b = nullptr;
+    bool has_cls = false, has_cls_out = false;
+
+    std::size_t n_embd() const noexcept { return hp.n_embd; }
+    std::size_t n_vocab() const noexcept { return hp.n_vocab; }
+    /// Longest sequence accepted: the learned-position table, else the training context.
+    std::size_t max_sequence() const noexcept { return max_seq_; }
+    /// Window of a SymmetricWindow mask (the static one, else the file's); 0 = none.
+    std::size_t window() const noexcept { return window_; }
+    /// Floats of one pooled output under RankPooling.
+    std::size_t n_rank_outputs() const noexcept {
+        return has_cls_out ? cls_out.rows : has_cls ? cls.rows : hp.n_embd;
+    }
+    const gguf::file& file() const noexcept { return *file_; }
+
+    static encoder_model load(const std::string& path) {
+        return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)));
+    }
+    explicit encoder_model(std::shared_ptr<gguf::file> f) : file_(std::move(f)) { bind(); }
+
+private:
+    std::shared_ptr<gguf::file> file_;
+    std::vector<std::unique_ptr<float[]>> owned_; // 1-D tensors converted to F32
+    std::size_t max_seq_ = 0, window_ = 0;
+
+    static std::string dims(std::initializer_list<std::size_t> d) {
+        std::string s = "[";
+        bool first = true;
+        for (auto x : d) { s += (first ? "" : ", ") + std::to_string(x); first = false; }
+        return s + "]";
+    }
+
+    /// A 2-D tensor with ne = [cols, rows]; shape_error if it differs.
+    kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
+        const auto& t = file_->tensor(name);
+        auto w = gguf::as_weight(t);
+        if (w.cols != cols || w.rows != rows || t.ne.size() < 2)
+            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected " + dims({cols, rows}));
+        if (!traits_of(static_cast<std::uint32_t>(w.type)))
+            throw format_error("tensor '" + name + "' has an unknown type");
+        return w;
+    }
+    /// A matrix of any row count (checked by the caller).
+    kernels::weight_view matrix_any_rows(const std::string& name, std::size_t cols) const {
+        const auto& t = file_->tensor(name);
+        auto w = gguf::as_weight(t);
+        if (w.cols != cols || t.ne.size() < 2)
+            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected [" +
+                              std::to_string(cols) + ", rows]");
+        return w;
+    }
+    /// A 1-D tensor of n floats (F32 in place; F16/BF16 converted once).
+    const float* vec(const std::string& name, std::size_t n) {
+        const auto& t = file_->tensor(name);
+        std::size_t nd = t.ne.size();
+        while (nd > 1 && t.ne[nd - 1] == 1) --nd;
+        if (nd != 1 || t.ne[0] != n)
+            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected [" +
+                              std::to_string(n) + "]");
+        if (t.type == ggml_type::F32) return reinterpret_cast<const float*>(t.data);
+        auto buf = std::make_unique<float[]>(n);
+        const auto* src = reinterpret_cast<const std::uint16_t*>(t.data);
+        if (t.type == ggml_type::F16) kernels::f16_to_f32(src, buf.get(), n);
+        else if (t.type == ggml_type::BF16) kernels::bf16_to_f32(src, buf.get(), n);
+        else throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) +
+                               "; 1-D tensors must be F32, F16 or BF16");
+        owned_.push_back(std::move(buf));
+        return owned_.back().get();
+    }
+    const float* vec_opt(const std::string& name, std::size_t n) {
+        return file_->find_tensor(name) ? vec(name, n) : nullptr;
+    }
+    /// Embedding tables are read row by row, so only types with a scalar row decode work.
+    static void check_table(const std::string& name, const kernels::weight_view& w) {
+        if (w.type != ggml_type::F32 && w.type != ggml_type::F16 && w.type != ggml_type::BF16)
+            throw shape_error("tensor '" + name + "' is " + std::string(type_name(w.type)) +
+                              "; embedding tables must be F32, F16 or BF16");
+    }
+
+    void bind() {
+        hp = arch::read_bert_hparams(*file_);
+        const std::size_t E = hp.n_embd, H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
+        using heads = typename Enc::heads;
+        auto check_static = [](const char* what, dim_t want, std::size_t got) {
+            if (want != dynamic && want != got)
+                throw shape_error(std::string("the model type fixes ") + what + " = " + std::to_string(want) +
+                                  " but the file has " + std::to_string(got));
+        };
+        check_static("the query head count", heads::n_head, H);
+        check_static("the key/value head count", heads::n_head_kv, Hkv);
+        check_static("the head dimension", heads::head_dim, D);
+        check_static("the feed-forward size", Enc::ffn::hidden, hp.n_ff);
+        if constexpr (requires { Enc::storage::type; }) {
+            const auto& t = file_->tensor("blk.0.attn_q.weight");
+            if (t.type != Enc::storage::type)
+                throw shape_error("the model type requires " + std::string(type_name(Enc::storage::type)) +
+                                  " weights but 'blk.0.attn_q.weight' is " + std::string(type_name(t.type)));
+        }
+
+        tok_embd = matrix("token_embd.weight", E, hp.n_vocab);
+        check_table("token_embd.weight", tok_embd);
+        if (file_->find_tensor("token_types.weight")) {
+            type_embd = matrix_any_rows("token_types.weight", E);
+            check_table("token_types.weight", type_embd);
+            has_token_types = true;
+        }
+        using position = typename Enc::position;
+        max_seq_ = hp.n_ctx_train;
+        if constexpr (detail::is_learned_positions<position>) {
+            pos_embd = matrix_any_rows("position_embd.weight", E);
+            check_table("position_embd.weight", pos_embd);
+            check_static("the learned-position count", position::max_positions, pos_embd.rows);
+            has_positions = true;
+            max_seq_ = pos_embd.rows;
+        }
+        using mask = typename Enc::mask;
+        if constexpr (mask::windowed) {
+            window_ = mask::window != dynamic ? std::size_t(mask::window) : hp.n_swa;
+            if (window_ == 0)
+                throw shape_error("SymmetricWindow<dynamic> needs '" + hp.arch +
+                                  ".attention.sliding_window' in the file (absent or 0)");
+        }
+        embd_norm_w = vec_opt("token_embd_norm.weight", E);
+        embd_norm_b = vec_opt("token_embd_norm.bias", E);
+        out_norm_w = vec_opt("output_norm.weight", E);
+        out_norm_b = vec_opt("output_norm.bias", E);
+        constexpr bool post = Enc::placement == norm_placement::post;
+        constexpr bool need_bias = Enc::norm::has_bias;
+
+        layers.resize(hp.n_layer);
+        for (std::size_t il = 0; il < hp.n_layer; ++il) {
+            const std::string p = "blk." + std::to_string(il) + ".";
+            auto& L = layers[il];
+            L.wq = matrix(p + "attn_q.weight", E, H * D);
+            L.wk = matrix(p + "attn_k.weight", E, Hkv * D);
+            L.wv = matrix(p + "attn_v.weight", E, Hkv * D);
+            L.wo = matrix(p + "attn_output.weight", H * D, E);
+            L.bq = vec_opt(p + "attn_q.bias", H * D);
+            L.bk = vec_opt(p + "attn_k.bias", Hkv * D);
+            L.bv = vec_opt(p + "attn_v.bias", Hkv * D);
+            L.bo = vec_opt(p + "attn_output.bias", E);
+            const std::string n1 = post ? "attn_output_norm" : "attn_norm";
+            const std::string n2 = post ? "layer_output_norm" : "ffn_norm";
+            L.norm1_w = vec(p + n1 + ".weight", E);
+            L.norm2_w = vec(p + n2 + ".weight", E);
+            L.norm1_b = need_bias ? vec(p + n1 + ".bias", E) : vec_opt(p + n1 + ".bias", E);
+            L.norm2_b = need_bias ? vec(p + n2 + ".bias", E) : vec_opt(p + n2 + ".bias", E);
+            L.ffn.up = matrix(p + "ffn_up.weight", E, hp.n_ff);
+            L.ffn.down = matrix(p + "ffn_down.weight", hp.n_ff, E);
+            L.ffn.up_bias = vec_opt(p + "ffn_up.bias", hp.n_ff);
+            L.ffn.down_bias = vec_opt(p + "ffn_down.bias", E);
+            if constexpr (Enc::ffn::gated) {
+                L.ffn.gate = matrix(p + "ffn_gate.weight", E, hp.n_ff);
+                L.ffn.gate_bias = vec_opt(p + "ffn_gate.bias", hp.n_ff);
+            }
+        }
+        if (file_->find_tensor("cls.weight")) {
+            cls = matrix_any_rows("cls.weight", E);
+            cls_b = vec_opt("cls.bias", cls.rows);
+            has_cls = true;
+        }
+        if (file_->find_tensor("cls.output.weight")) {
+            cls_out = matrix_any_rows("cls.output.weight", has_cls ? cls.rows : E);
+            cls_out_b = vec_opt("cls.output.bias", cls_out.rows);
+            has_cls_out = true;
+        }
+    }
+};
+
+/// Opens a `bert` GGUF file for the Encoder type Enc.
+template <class Enc>
+    requires EncoderModel<Enc>
+encoder_model<Enc> load_model(const std::string& path) {
+    return encoder_model<Enc>::load(path);
+}
+
+} // namespace archetype

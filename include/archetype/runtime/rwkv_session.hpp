@@ -1,0 +1,204 @@
+#pragma once
+// A session runs a loaded RWKV model for several sequences at once. Each
+// sequence owns one recurrent state (RecurrentState: per layer the channel-mix
+// and time-mix shift vectors and the H x N x N wkv matrix, rwkv.cpp's layout),
+// of constant size whatever the sequence length.
+//
+//   auto model = archetype::load_model<Finch>(path, {.group_norm_eps = 64e-5f});
+//   auto sess  = archetype::session(model, {.n_threads = 2, .max_sequences = 4});
+//   sess.prefill(0, prompt, logits_all);              // T x n_vocab, or nullptr
+//   sess.decode(seqs, next_tokens, logits);           // one token per sequence, batched
+//   sess.copy_sequence(0, 1); auto s = sess.save_state(1); sess.restore_state(2, s);
+//
+// Prefill batches the GEMMs over the prompt's tokens (in chunks of
+// `prefill_chunk` rows) and runs the WKV recurrence token by token, so it
+// equals one-token-at-a-time decoding up to float rounding of the GEMMs.
+// Every argument is checked before any state changes: a bad token id, sequence
+// id or state buffer throws argument_error and leaves all states as they were.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+#include "archetype/core/thread_pool.hpp"
+#include "archetype/layers/rwkv_workspace.hpp"
+#include "archetype/models/rwkv.hpp"
+
+namespace archetype {
+
+struct rwkv_session_options {
+    std::size_t n_threads = std::max(1u, std::thread::hardware_concurrency());
+    std::size_t max_sequences = 1;
+    /// rows per forward pass during prefill (bounds the scratch memory)
+    std::size_t prefill_chunk = 128;
+};
+
+/// Which rows of a prefill produce logits.
+enum class rwkv_logits { all, last };
+
+template <class Arch>
+class rwkv_session {
+public:
+    using seq_id = std::int32_t;
+    /// Magic of a saved state buffer ("RWKVSTA1" little-endian) and its header size.
+    static constexpr std::uint64_t state_magic = 0x31415453564b5752ull;
+    static constexpr std::size_t state_header_bytes = 8 + 6 * 8;
+
+    rwkv_session(const rwkv_model<Arch>& model, const rwkv_session_options& opt)
+        : model_(&model), W_(&model.weights), opt_(opt) {
+        if (opt.max_sequences == 0 || opt.max_sequences > 65536)
+            throw argument_error("max_sequences " + std::to_string(opt.max_sequences) + " is outside 1..65536");
+        if (opt.prefill_chunk == 0) throw argument_error("prefill_chunk must be positive");
+        pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, opt.n_threads));
+        spf_ = W_->hp.state_floats();
+        states_.assign(spf_ * opt.max_sequences, 0.f);
+        ws_.reserve(W_->hp, std::max(opt.prefill_chunk, opt.max_sequences));
+    }
+
+    const rwkv_hparams& hparams() const noexcept { return W_->hp; }
+    std::size_t n_vocab() const noexcept { return W_->hp.n_vocab; }
+    std::size_t max_sequences() const noexcept { return opt_.max_sequences; }
+    /// Bytes of recurrent state per sequence (independent of its length).
+    std::size_t state_bytes() const noexcept { return spf_ * sizeof(float); }
+    std::size_t n_threads() const noexcept { return pool_->size(); }
+
+    /// Feeds `tokens` to sequence `s`. logits: nullptr (none), or
+    /// tokens.size() x n_vocab floats (which == all), or n_vocab (which == last).
+    void prefill(seq_id s, std::span<const std::int32_t> tokens, float* logits = nullptr,
+                 rwkv_logits which = rwkv_logits::all) {
+        check_seq(s);
+        check_tokens(tokens);
+        const std::size_t V = n_vocab();
+        const std::size_t T = tokens.size();
+        std::vector<std::size_t> rows;
+        for (std::size_t b = 0; b < T; b += opt_.prefill_chunk) {
+            const std::size_t n = std::min(opt_.prefill_chunk, T - b);
+            const rwkv_segment seg{state_ptr(s), 0, n};
+            rows.clear();
+            float* out = nullptr;
+            if (logits && which == rwkv_logits::all) {
+                for (std::size_t i = 0; i < n; ++i) rows.push_back(i);
+                out = logits + b * V;
+            } else if (logits && b + n == T) {
+                rows.push_back(n - 1);
+                out = logits;
+            }
+            rwkv_forward<Arch>(*W_, std::span(&seg, 1), tokens.data() + b, n, rows, out, ws_, pool_.get());
+        }
+    }
+
+    /// One token for each of several distinct sequences, in one batch:
+    /// logits (if not null) receives seqs.size() x n_vocab floats, in order.
+    void decode(std::span<const seq_id> seqs, std::span<const std::int32_t> tokens, float* logits) {
+        if (seqs.size() != tokens.size())
+            throw argument_error("decode: " + std::to_string(seqs.size()) + " sequences but " +
+                                 std::to_string(tokens.size()) + " tokens (one token per sequence)");
+        for (std::size_t i = 0; i < seqs.size(); ++i) {
+            check_seq(seqs[i]);
+            for (std::size_t j = 0; j < i; ++j)
+                if (seqs[j] == seqs[i])
+                    throw argument_error("decode: sequence " + std::to_string(seqs[i]) +
+                                         " appears twice in one batch (feed several tokens with prefill)");
+        }
+        check_tokens(tokens);
+        const std::size_t n = seqs.size();
+        if (n == 0) return;
+        ws_.reserve(W_->hp, n);
+        std::vector<rwkv_segment> segs(n);
+        std::vector<std::size_t> rows(logits ? n : 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            segs[i] = rwkv_segment{state_ptr(seqs[i]), i, 1};
+            if (logits) rows[i] = i;
+        }
+        rwkv_forward<Arch>(*W_, segs, tokens.data(), n, rows, logits, ws_, pool_.get());
+    }
+
+    /// Convenience: one token for one sequence.
+    void decode(seq_id s, std::int32_t token, float* logits) {
+        decode(std::span<const seq_id>(&s, 1), std::span<const std::int32_t>(&token, 1), logits);
+    }
+
+    /// Back to the zero state (an empty sequence).
+    void reset(seq_id s) {
+        check_seq(s);
+        std::fill_n(state_ptr(s), spf_, 0.f);
+    }
+    /// dst continues exactly as src would (fork).
+    void copy_sequence(seq_id src, seq_id dst) {
+        check_seq(src);
+        check_seq(dst);
+        if (src != dst) std::memcpy(state_ptr(dst), state_ptr(src), state_bytes());
+    }
+    /// The raw state of s: n_layer x (2 + N) x C floats, per layer [ffn shift, att shift, wkv (H, N, N)].
+    std::span<const float> state(seq_id s) const {
+        check_seq(s);
+        return {states_.data() + std::size_t(s) * spf_, spf_};
+    }
+
+    /// A self-describing copy of s's state (header with the dimensions, then the floats).
+    std::vector<std::byte> save_state(seq_id s) const {
+        check_seq(s);
+        std::vector<std::byte> out(state_header_bytes + state_bytes());
+        const auto& hp = W_->hp;
+        const std::uint64_t h[7] = {state_magic, std::uint64_t(hp.version), hp.n_layer, hp.n_embd, hp.head_size,
+                                    hp.n_vocab, spf_};
+        std::memcpy(out.data(), h, sizeof h);
+        std::memcpy(out.data() + state_header_bytes, states_.data() + std::size_t(s) * spf_, state_bytes());
+        return out;
+    }
+    /// Replaces s's state with one saved by save_state from a model of the same shape.
+    void restore_state(seq_id s, std::span<const std::byte> bytes) {
+        check_seq(s);
+        if (bytes.size() != state_header_bytes + state_bytes())
+            throw argument_error("restore_state: buffer of " + std::to_string(bytes.size()) + " bytes, expected " +
+                                 std::to_string(state_header_bytes + state_bytes()));
+        std::uint64_t h[7];
+        std::memcpy(h, bytes.data(), sizeof h);
+        const auto& hp = W_->hp;
+        if (h[0] != state_magic) throw argument_error("restore_state: not a saved RWKV state (bad magic)");
+        const char* what[] = {"", "version", "n_layer", "n_embd", "head size", "n_vocab", "state size"};
+        const std::uint64_t want[7] = {state_magic, std::uint64_t(hp.version), hp.n_layer, hp.n_embd, hp.head_size,
+                                       hp.n_vocab, spf_};
+        for (int i = 1; i < 7; ++i)
+            if (h[i] != want[i])
+                throw argument_error(std::string("restore_state: saved ") + what[i] + " " + std::to_string(h[i]) +
+                                     " differs from this model's " + std::to_string(want[i]));
+        std::memcpy(state_ptr(s), bytes.data() + state_header_bytes, state_bytes());
+    }
+
+private:
+    void check_seq(seq_id s) const {
+        if (s < 0 || std::size_t(s) >= opt_.max_sequences)
+            throw argument_error("sequence id " + std::to_string(s) + " is outside 0.." +
+                                 std::to_string(opt_.max_sequences - 1));
+    }
+    void check_tokens(std::span<const std::int32_t> tokens) const {
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            if (tokens[i] < 0 || std::size_t(tokens[i]) >= n_vocab())
+                throw argument_error("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                                     " is outside the vocabulary (0.." + std::to_string(n_vocab() - 1) + ")");
+    }
+    float* state_ptr(seq_id s) { return states_.data() + std::size_t(s) * spf_; }
+
+    const rwkv_model<Arch>* model_;
+    const rwkv_weights* W_;
+    rwkv_session_options opt_;
+    std::unique_ptr<thread_pool> pool_;
+    std::size_t spf_ = 0;
+    std::vector<float> states_;
+    rwkv_workspace ws_;
+};
+
+/// A session over a loaded RWKV model (the model must outlive it).
+template <class Arch>
+rwkv_session<Arch> session(const rwkv_model<Arch>& model, const rwkv_session_options& opt = {}) {
+    return rwkv_session<Arch>(model, opt);
+}
+
+} // namespace archetype

@@ -1,0 +1,225 @@
+#pragma once
+// SentencePiece-style BPE (GGUF tokenizer.ggml.model = "llama", also Gemma's files):
+//  1. CONTROL and USER_DEFINED tokens are cut out of the text first (Gemma's "\n\n",
+//     runs of spaces and HTML tags are user-defined tokens);
+//  2. spaces become U+2581 "▁"; with add_space_prefix one "▁" goes in front of the
+//     first stretch of text (Llama) — Gemma files say false;
+//  3. the text starts as one symbol per code point; adjacent symbols whose joined text
+//     is a token merge, the highest-scoring join first (leftmost on ties);
+//  4. a symbol that is not a token is written as its UTF-8 bytes through the <0xXX>
+//     byte tokens (byte fallback), or as unk when the file has none.
+// Hugging Face's GemmaTokenizer (merges rebuilt from the vocabulary, ranked by position)
+// gives the same ids because Gemma's scores fall strictly with position.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+#include "archetype/runtime/tokenizer/merge.hpp"
+#include "archetype/runtime/tokenizer/tokenizer.hpp"
+#include "archetype/runtime/unicode.hpp"
+
+namespace archetype::tokenizer {
+
+inline constexpr std::string_view spm_space = "\xE2\x96\x81"; // U+2581
+
+class spm_tokenizer final : public tokenizer {
+public:
+    struct config {
+        std::vector<std::string> tokens;
+        std::vector<float> scores;        // empty: all 0
+        std::vector<std::int32_t> types;  // empty: all normal
+        std::int32_t bos = -1, eos = -1, unk = -1, pad = -1;
+        bool add_bos = true, add_eos = false, add_space_prefix = true;
+        /// Gemma: merge by position in the vocabulary (earlier first) instead of by
+        /// score, and treat the user-defined tokens made of spaces as ordinary pieces
+        /// spelled with "▁" — what Hugging Face's Gemma conversion does. (Gemma's scores
+        /// fall with position anyway, but its space-run tokens score -1000.)
+        bool rank_by_position = false;
+    };
+
+    explicit spm_tokenizer(config c)
+        : tokens_(std::move(c.tokens)), scores_(std::move(c.scores)), add_bos_(c.add_bos), add_eos_(c.add_eos),
+          add_space_prefix_(c.add_space_prefix) {
+        n_vocab_ = tokens_.size();
+        if (scores_.empty()) scores_.assign(tokens_.size(), 0.0f);
+        if (scores_.size() != tokens_.size())
+            throw format_error("scores has " + std::to_string(scores_.size()) + " entries for " +
+                               std::to_string(tokens_.size()) + " tokens");
+        if (!c.types.empty() && c.types.size() != tokens_.size())
+            throw format_error("token_type has " + std::to_string(c.types.size()) + " entries for " +
+                               std::to_string(tokens_.size()) + " tokens");
+        types_.assign(tokens_.size(), token_type::normal);
+        for (std::size_t i = 0; i < c.types.size(); ++i) types_[i] = static_cast<token_type>(c.types[i]);
+        bos_ = c.bos; eos_ = c.eos; unk_ = c.unk; pad_ = c.pad;
+        check_special_id(bos_, "bos_token_id");
+        check_special_id(eos_, "eos_token_id");
+        check_special_id(unk_, "unknown_token_id");
+        check_special_id(pad_, "padding_token_id");
+        if (add_bos_ && bos_ < 0) throw format_error("add_bos_token is set but the file has no bos_token_id");
+        if (add_eos_ && eos_ < 0) throw format_error("add_eos_token is set but the file has no eos_token_id");
+
+        if (c.rank_by_position)
+            for (std::size_t i = 0; i < scores_.size(); ++i) scores_[i] = -static_cast<float>(i);
+        byte_id_.fill(-1);
+        to_id_.reserve(tokens_.size());
+        for (std::size_t i = 0; i < tokens_.size(); ++i) {
+            const auto id = static_cast<std::int32_t>(i);
+            const auto& t = tokens_[i];
+            switch (types_[i]) {
+            case token_type::control:
+                specials_.insert(t, id);
+                break;
+            case token_type::user_defined:
+                if (c.rank_by_position && !t.empty() && t.find_first_not_of(' ') == std::string::npos) {
+                    to_id_.try_emplace(escape(t), id);
+                } else {
+                    specials_.insert(t, id);
+                    to_id_.try_emplace(t, id);
+                }
+                break;
+            case token_type::byte: {
+                const int b = parse_byte_token(t);
+                if (b < 0) throw format_error("byte token " + std::to_string(i) + " '" + t.substr(0, 40) +
+                                              "' is not of the form <0xXX>");
+                byte_id_[static_cast<std::size_t>(b)] = id;
+                break;
+            }
+            default:
+                to_id_.try_emplace(t, id);
+            }
+        }
+    }
+
+    std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
+        std::vector<std::int32_t> ids;
+        if (add_special && add_bos_) ids.push_back(bos_);
+        std::vector<detail::symbol> syms;
+        std::string norm;
+        bool first = true;
+        split_specials(specials_, text, [&](std::string_view frag) {
+            norm.clear();
+            if (add_space_prefix_ && first) norm += spm_space;
+            norm += escape(frag);
+            encode_fragment(norm, syms, ids);
+            first = false;
+        }, [&](std::int32_t id) { ids.push_back(id); first = false; });
+        if (add_special && add_eos_) ids.push_back(eos_);
+        return ids;
+    }
+
+    std::string decode(std::span<const std::int32_t> ids) const override {
+        std::string out;
+        for (auto id : ids) out += token_to_piece(id);
+        // The prefix space the encoder added is not part of the text.
+        if (add_space_prefix_ && !ids.empty() && !out.empty() && out[0] == ' ' &&
+            types_[static_cast<std::size_t>(ids[0])] == token_type::normal)
+            out.erase(0, 1);
+        return out;
+    }
+
+    std::string token_to_piece(std::int32_t id) const override {
+        check_id(id);
+        const auto& t = tokens_[static_cast<std::size_t>(id)];
+        switch (types_[static_cast<std::size_t>(id)]) {
+        case token_type::byte: return std::string(1, static_cast<char>(parse_byte_token(t)));
+        case token_type::control: case token_type::user_defined: return t;
+        default: {
+            std::string out;
+            for (std::size_t i = 0; i < t.size();) {
+                if (t.compare(i, spm_space.size(), spm_space) == 0) { out += ' '; i += spm_space.size(); }
+                else out += t[i++];
+            }
+            return out;
+        }
+        }
+    }
+
+    std::string_view kind() const noexcept override { return "spm"; }
+    /// Byte fallback keeps every byte; only a literal "▁" in the text comes back as a space.
+    bool lossless() const noexcept override { return byte_fallback(); }
+    bool byte_fallback() const noexcept {
+        for (auto b : byte_id_)
+            if (b < 0) return false;
+        return true;
+    }
+
+private:
+    static std::string escape(std::string_view s) {
+        std::string out;
+        out.reserve(s.size());
+        for (char ch : s) {
+            if (ch == ' ') out += spm_space;
+            else out += ch;
+        }
+        return out;
+    }
+    static int parse_byte_token(std::string_view t) noexcept {
+        if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
+        auto hex = [](char ch) {
+            return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                   : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        };
+        const int h = hex(t[3]), l = hex(t[4]);
+        return h < 0 || l < 0 ? -1 : h * 16 + l;
+    }
+
+    void encode_fragment(std::string_view s, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
+        syms.clear();
+        for (std::size_t i = 0; i < s.size();) {
+            const auto u = unicode::decode_utf8(s, i);
+            detail::symbol sym;
+            sym.start = i;
+            sym.len = u.len;
+            sym.prev = static_cast<std::int64_t>(syms.size()) - 1;
+            sym.next = -1;
+            if (!syms.empty()) syms.back().next = static_cast<std::int64_t>(syms.size());
+            syms.push_back(sym);
+            i += u.len;
+        }
+        detail::merge_symbols<float>(syms, [&](const detail::symbol& a, const detail::symbol& b, float& p,
+                                               std::int32_t& id) {
+            const auto it = to_id_.find(s.substr(a.start, a.len + b.len));
+            if (it == to_id_.end()) return false;
+            p = scores_[static_cast<std::size_t>(it->second)];
+            id = it->second;
+            return true;
+        });
+        for (std::int64_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next) {
+            const auto& sym = syms[static_cast<std::size_t>(i)];
+            const auto piece = s.substr(sym.start, sym.len);
+            const auto it = to_id_.find(piece);
+            if (it != to_id_.end()) {
+                ids.push_back(it->second);
+                continue;
+            }
+            for (char ch : piece) {
+                const auto b = byte_id_[static_cast<unsigned char>(ch)];
+                if (b >= 0) ids.push_back(b);
+                else if (unk_ >= 0) {
+                    ids.push_back(unk_);
+                    break;
+                } else {
+                    throw argument_error("text piece '" + std::string(piece) +
+                                         "' has no token, and the vocabulary has neither byte tokens nor unk");
+                }
+            }
+        }
+    }
+
+    std::vector<std::string> tokens_;
+    std::vector<float> scores_;
+    std::vector<token_type> types_;
+    string_map<std::int32_t> to_id_;
+    std::array<std::int32_t, 256> byte_id_{};
+    byte_trie specials_;
+    bool add_bos_, add_eos_, add_space_prefix_;
+};
+
+} // namespace archetype::tokenizer

@@ -1,0 +1,159 @@
+#pragma once
+// The interface every tokenizer kind implements, and what they share: the vocabulary
+// with GGUF's token types, and leftmost-longest matching of special-token text.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+
+namespace archetype::tokenizer {
+
+/// GGUF's tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
+enum class token_type : std::int32_t {
+    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6
+};
+
+class tokenizer {
+public:
+    virtual ~tokenizer() = default;
+
+    /// Token ids of `text`. add_special: the BOS/EOS (or [CLS]/[SEP]) the model's file
+    /// asks for. Text of special tokens ("<|im_start|>", "<bos>", "[SEP]") is always
+    /// recognised, as Hugging Face tokenizers do by default. Invalid UTF-8 is encoded
+    /// byte by byte where the vocabulary can express bytes, never an error.
+    virtual std::vector<std::int32_t> encode(std::string_view text, bool add_special) const = 0;
+    /// Text of the ids; special tokens appear as their text.
+    virtual std::string decode(std::span<const std::int32_t> ids) const = 0;
+    /// The bytes one token stands for (a byte token gives its byte).
+    virtual std::string token_to_piece(std::int32_t id) const = 0;
+    /// "spm", "bpe", "wordpiece", "rwkv".
+    virtual std::string_view kind() const noexcept = 0;
+    /// Whether decode(encode(s, false)) == s for every valid UTF-8 s.
+    virtual bool lossless() const noexcept = 0;
+
+    std::size_t n_vocab() const noexcept { return n_vocab_; }
+    /// -1 when the model has none.
+    std::int32_t bos_id() const noexcept { return bos_; }
+    std::int32_t eos_id() const noexcept { return eos_; }
+    std::int32_t unk_id() const noexcept { return unk_; }
+    std::int32_t pad_id() const noexcept { return pad_; }
+
+protected:
+    void check_id(std::int32_t id) const {
+        if (id < 0 || static_cast<std::size_t>(id) >= n_vocab_)
+            throw argument_error("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                 std::to_string(n_vocab_) + " tokens");
+    }
+    void check_special_id(std::int32_t id, std::string_view what) const {
+        if (id != -1 && (id < 0 || static_cast<std::size_t>(id) >= n_vocab_))
+            throw format_error(std::string(what) + " " + std::to_string(id) + " is outside the vocabulary of " +
+                               std::to_string(n_vocab_) + " tokens");
+    }
+
+    std::size_t n_vocab_ = 0;
+    std::int32_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1;
+};
+
+/// Hash of strings that also looks up string_views without building a string.
+struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+template <class V> using string_map = std::unordered_map<std::string, V, string_hash, std::equal_to<>>;
+
+/// A byte trie for leftmost-longest matching (special tokens; RWKV's whole vocabulary).
+/// The root has a direct table; deeper nodes keep sibling lists (vocabularies are sparse).
+class byte_trie {
+public:
+    byte_trie() { root_.fill(-1); }
+
+    /// Adds key -> id (a later insert of the same key keeps the first id).
+    void insert(std::string_view key, std::int32_t id) {
+        if (key.empty()) return;
+        auto b0 = static_cast<unsigned char>(key[0]);
+        if (root_[b0] < 0) {
+            root_[b0] = static_cast<std::int32_t>(nodes_.size());
+            nodes_.push_back({});
+        }
+        std::int32_t n = root_[b0];
+        for (std::size_t i = 1; i < key.size(); ++i) {
+            const auto b = static_cast<unsigned char>(key[i]);
+            std::int32_t c = nodes_[static_cast<std::size_t>(n)].child;
+            while (c >= 0 && nodes_[static_cast<std::size_t>(c)].byte != b) c = nodes_[static_cast<std::size_t>(c)].sibling;
+            if (c < 0) {
+                c = static_cast<std::int32_t>(nodes_.size());
+                node nn;
+                nn.byte = b;
+                nn.sibling = nodes_[static_cast<std::size_t>(n)].child;
+                nodes_.push_back(nn);
+                nodes_[static_cast<std::size_t>(n)].child = c;
+            }
+            n = c;
+        }
+        if (nodes_[static_cast<std::size_t>(n)].id < 0) nodes_[static_cast<std::size_t>(n)].id = id;
+        ++size_;
+    }
+
+    /// Longest key that starts at text[pos]: {length, id}, or {0, -1}.
+    std::pair<std::size_t, std::int32_t> longest(std::string_view text, std::size_t pos) const noexcept {
+        std::pair<std::size_t, std::int32_t> best{0, -1};
+        if (pos >= text.size()) return best;
+        std::int32_t n = root_[static_cast<unsigned char>(text[pos])];
+        std::size_t i = pos + 1;
+        while (n >= 0) {
+            const auto& nd = nodes_[static_cast<std::size_t>(n)];
+            if (nd.id >= 0) best = {i - pos, nd.id};
+            if (i >= text.size()) break;
+            const auto b = static_cast<unsigned char>(text[i]);
+            std::int32_t c = nd.child;
+            while (c >= 0 && nodes_[static_cast<std::size_t>(c)].byte != b) c = nodes_[static_cast<std::size_t>(c)].sibling;
+            n = c;
+            ++i;
+        }
+        return best;
+    }
+    bool empty() const noexcept { return size_ == 0; }
+
+private:
+    struct node {
+        std::int32_t child = -1, sibling = -1, id = -1;
+        unsigned char byte = 0;
+    };
+    std::array<std::int32_t, 256> root_;
+    std::vector<node> nodes_;
+    std::size_t size_ = 0;
+};
+
+/// Cuts text at special-token matches (leftmost-longest, as Hugging Face's added
+/// vocabulary does): on_text(view) for the plain stretches, on_special(id) for matches.
+template <class OnText, class OnSpecial>
+void split_specials(const byte_trie& specials, std::string_view text, OnText&& on_text, OnSpecial&& on_special) {
+    if (specials.empty()) {
+        if (!text.empty()) on_text(text);
+        return;
+    }
+    std::size_t start = 0, i = 0;
+    while (i < text.size()) {
+        const auto [len, id] = specials.longest(text, i);
+        if (len == 0) {
+            ++i;
+            continue;
+        }
+        if (i > start) on_text(text.substr(start, i - start));
+        on_special(id);
+        i += len;
+        start = i;
+    }
+    if (start < text.size()) on_text(text.substr(start));
+}
+
+} // namespace archetype::tokenizer

@@ -1,0 +1,204 @@
+#pragma once
+// BERT's WordPiece, as Hugging Face's BertNormalizer + BertPreTokenizer + WordPiece do it:
+//  1. special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]) are cut out of the raw text;
+//  2. normalise: drop NUL, U+FFFD and control characters, whitespace becomes ' ', CJK
+//     ideographs get a space on each side, then (uncased models) NFD without
+//     nonspacing marks and lower-casing;
+//  3. split on whitespace, each punctuation character (Unicode P* or ASCII punctuation)
+//     its own word;
+//  4. greedy longest-match WordPiece, continuation pieces prefixed "##"; a word longer
+//     than max_chars code points, or one that cannot be covered, becomes [UNK].
+// add_special wraps the ids in [CLS] ... [SEP]. No truncation here: a model's length
+// limit is the caller's business.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+#include "archetype/runtime/tokenizer/tokenizer.hpp"
+#include "archetype/runtime/unicode.hpp"
+
+namespace archetype::tokenizer {
+
+class wordpiece_tokenizer final : public tokenizer {
+public:
+    struct config {
+        std::vector<std::string> tokens;
+        std::vector<std::string> specials = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+        std::string unk = "[UNK]", cls = "[CLS]", sep = "[SEP]", pad = "[PAD]";
+        std::string prefix = "##";
+        std::size_t max_chars = 100;
+        bool lowercase = true, strip_accents = true, clean_text = true, handle_cjk = true;
+    };
+
+    explicit wordpiece_tokenizer(config c)
+        : tokens_(std::move(c.tokens)), prefix_(std::move(c.prefix)), max_chars_(c.max_chars), lowercase_(c.lowercase),
+          strip_accents_(c.strip_accents), clean_text_(c.clean_text), handle_cjk_(c.handle_cjk) {
+        n_vocab_ = tokens_.size();
+        to_id_.reserve(tokens_.size());
+        for (std::size_t i = 0; i < tokens_.size(); ++i) to_id_.try_emplace(tokens_[i], static_cast<std::int32_t>(i));
+        auto find = [&](const std::string& t, bool required) -> std::int32_t {
+            const auto it = to_id_.find(t);
+            if (it != to_id_.end()) return it->second;
+            if (required) throw format_error("WordPiece vocabulary lacks the token '" + t + "'");
+            return -1;
+        };
+        unk_ = find(c.unk, true);
+        cls_ = find(c.cls, false);
+        sep_ = find(c.sep, false);
+        pad_ = find(c.pad, false);
+        bos_ = cls_;
+        eos_ = sep_;
+        for (const auto& s : c.specials) {
+            const auto id = find(s, false);
+            if (id >= 0) {
+                specials_.insert(s, id);
+                is_special_.push_back(id);
+            }
+        }
+    }
+
+    std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
+        std::vector<std::int32_t> ids;
+        if (add_special && cls_ >= 0) ids.push_back(cls_);
+        std::u32string norm;
+        split_specials(specials_, text, [&](std::string_view frag) {
+            normalize(frag, norm);
+            words(norm, ids);
+        }, [&](std::int32_t id) { ids.push_back(id); });
+        if (add_special && sep_ >= 0) ids.push_back(sep_);
+        return ids;
+    }
+
+    /// Words joined by spaces, "##" pieces glued to the previous one, then HF's
+    /// clean-up of spaces before punctuation and contractions.
+    std::string decode(std::span<const std::int32_t> ids) const override {
+        std::string out;
+        for (auto id : ids) {
+            const std::string t = token_to_piece(id);
+            if (!prefix_.empty() && t.compare(0, prefix_.size(), prefix_) == 0) out += t.substr(prefix_.size());
+            else {
+                if (!out.empty()) out += ' ';
+                out += t;
+            }
+        }
+        static constexpr std::pair<std::string_view, std::string_view> fixes[] = {
+            {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"},
+            {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+        for (const auto& [from, to] : fixes) {
+            std::string r;
+            std::size_t pos = 0;
+            for (std::size_t f; (f = out.find(from, pos)) != std::string::npos; pos = f + from.size())
+                r.append(out, pos, f - pos).append(to);
+            r.append(out, pos);
+            out = std::move(r);
+        }
+        return out;
+    }
+
+    std::string token_to_piece(std::int32_t id) const override {
+        check_id(id);
+        return tokens_[static_cast<std::size_t>(id)];
+    }
+    std::string_view kind() const noexcept override { return "wordpiece"; }
+    bool lossless() const noexcept override { return false; }
+    std::int32_t cls_id() const noexcept { return cls_; }
+    std::int32_t sep_id() const noexcept { return sep_; }
+
+private:
+    void normalize(std::string_view s, std::u32string& out) const {
+        using namespace unicode;
+        out.clear();
+        std::u32string tmp;
+        for (std::size_t i = 0; i < s.size();) {
+            const auto u = decode_utf8(s, i);
+            i += u.len;
+            // Invalid bytes were U+FFFD in HF's (lossy) decoding, which clean_text drops.
+            char32_t c = u.valid ? u.cp : char32_t(0xFFFD);
+            if (clean_text_) {
+                if (c == 0 || c == 0xFFFD) continue;
+                if (c == '\t' || c == '\n' || c == '\r' || is_whitespace(c)) c = ' ';
+                else if (category_of(c) == category::other) continue;
+            }
+            tmp.clear();
+            if (strip_accents_) append_stripped(tmp, c);
+            else tmp += c;
+            for (char32_t d : tmp) {
+                const bool cjk = handle_cjk_ && is_cjk_ideograph(d);
+                if (cjk) out += U' ';
+                if (lowercase_) append_lower(out, d);
+                else out += d;
+                if (cjk) out += U' ';
+            }
+        }
+    }
+
+    static bool is_bert_punct(char32_t c) noexcept {
+        if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
+        return unicode::is_punctuation(c);
+    }
+
+    void words(const std::u32string& s, std::vector<std::int32_t>& ids) const {
+        std::size_t i = 0;
+        while (i < s.size()) {
+            if (unicode::is_whitespace(s[i])) { ++i; continue; }
+            if (is_bert_punct(s[i])) { word(s.substr(i, 1), ids); ++i; continue; }
+            std::size_t e = i;
+            while (e < s.size() && !unicode::is_whitespace(s[e]) && !is_bert_punct(s[e])) ++e;
+            word(std::u32string_view(s).substr(i, e - i), ids);
+            i = e;
+        }
+    }
+
+    void word(std::u32string_view w, std::vector<std::int32_t>& ids) const {
+        if (w.size() > max_chars_) {
+            ids.push_back(unk_);
+            return;
+        }
+        std::vector<std::size_t> off; // byte offset of each code point in the UTF-8 form
+        std::string utf8;
+        for (char32_t c : w) {
+            off.push_back(utf8.size());
+            unicode::append_utf8(utf8, c);
+        }
+        off.push_back(utf8.size());
+        const std::size_t first = ids.size();
+        std::string key;
+        for (std::size_t start = 0; start < w.size();) {
+            std::int32_t found = -1;
+            std::size_t end = w.size();
+            for (; end > start; --end) {
+                key.clear();
+                if (start > 0) key += prefix_;
+                key.append(utf8, off[start], off[end] - off[start]);
+                const auto it = to_id_.find(key);
+                if (it != to_id_.end()) {
+                    found = it->second;
+                    break;
+                }
+            }
+            if (found < 0) {
+                ids.resize(first);
+                ids.push_back(unk_);
+                return;
+            }
+            ids.push_back(found);
+            start = end;
+        }
+    }
+
+    std::vector<std::string> tokens_;
+    string_map<std::int32_t> to_id_;
+    std::vector<std::int32_t> is_special_;
+    byte_trie specials_;
+    std::string prefix_;
+    std::size_t max_chars_;
+    std::int32_t cls_ = -1, sep_ = -1;
+    bool lowercase_, strip_accents_, clean_text_, handle_cjk_;
+};
+
+} // namespace archetype::tokenizer

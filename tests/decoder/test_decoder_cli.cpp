@@ -1,0 +1,73 @@
+// `archetype logits` against llama.cpp's golden logits, every mode, and its
+// error contract (one line on stderr, status 1..63). Arguments after --:
+// the folder of the transformer fixtures, the archetype program.
+#define BOOST_TEST_MODULE decoder_cli
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture_common.hpp"
+
+namespace {
+std::string program() {
+    const auto& mts = boost::unit_test::framework::master_test_suite();
+    BOOST_REQUIRE(mts.argc > 2);
+    return mts.argv[2];
+}
+int run(const std::string& cmd) {
+    const int st = std::system(cmd.c_str());
+    BOOST_REQUIRE(WIFEXITED(st)); // never a signal
+    return WEXITSTATUS(st);
+}
+std::string tmp(const std::string& name) {
+    const char* d = std::getenv("TMPDIR");
+    return std::string(d ? d : "/tmp") + "/archetype_dec_cli_" + std::to_string(::getpid()) + "_" + name;
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(logits_match_llama_cpp_in_every_mode) {
+    const std::string dir = fixture::transformer_dir();
+    struct c { const char* model; int n; };
+    for (auto [model, n] : {c{"llama-gqa", 7}, c{"llama-gqa", 40}, c{"llama-mqa", 7}, c{"mellum-swa", 7}, c{"mellum-swa", 40}})
+        for (const char* mode : {"batch", "sequential", "chunked"}) {
+            const std::string d = dir + "/" + model + "/", out = tmp("logits.bin");
+            const std::string cmd = program() + " logits --model " + d + "model.gguf --tokens " + d + "tokens_" +
+                                    std::to_string(n) + ".i32.bin --out " + out + " --mode " + mode +
+                                    " --chunk 5 --threads 2";
+            BOOST_REQUIRE_EQUAL(run(cmd), 0);
+            const auto got = fixture::read_raw<float>(out);
+            const auto want = fixture::read_raw<float>(d + "logits_" + std::to_string(n) + ".f32.bin");
+            std::remove(out.c_str());
+            BOOST_TEST_MESSAGE(model << " n=" << n << " " << mode << " max abs err " << fixture::max_abs_err(got, want));
+            BOOST_TEST(fixture::max_rel_err(got, want) <= 1e-4);
+        }
+}
+
+BOOST_AUTO_TEST_CASE(ids_equal_tokens_file) {
+    const std::string d = fixture::transformer_dir() + "/llama-gqa/", out = tmp("ids.bin");
+    BOOST_REQUIRE_EQUAL(run(program() + " logits --model " + d + "model.gguf --ids 6,9,91,104,83,82,10 --out " + out), 0);
+    const auto got = fixture::read_raw<float>(out);
+    std::remove(out.c_str());
+    BOOST_TEST(fixture::max_rel_err(got, fixture::read_raw<float>(d + "logits_7.f32.bin")) <= 1e-4);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_a_status_not_a_signal) {
+    const std::string d = fixture::transformer_dir() + "/llama-gqa/", out = tmp("bad.bin"), err = tmp("err.txt");
+    const std::string base = program() + " logits --model " + d + "model.gguf --out " + out;
+    for (const std::string& extra : {std::string(" --ids 1,2,128"), std::string(" --ids 1,-2"), std::string(" --ids 1 --mode fast"),
+                                     std::string(" --ids 1 --chunk 0"), std::string(""), std::string(" --tokens /nonexistent")}) {
+        const int rc = run(base + extra + " 2>" + err);
+        BOOST_TEST((rc > 0 && rc < 64), extra << " -> " << rc);
+        const auto e = fixture::read_raw<char>(err);
+        BOOST_TEST(std::count(e.begin(), e.end(), '\n') == 1, extra);
+    }
+    const int rc = run(program() + " logits --model /nonexistent.gguf --ids 1 --out " + out + " 2>" + err);
+    BOOST_TEST((rc > 0 && rc < 64));
+    BOOST_TEST(run(program() + " describe --model " + d + "model.gguf > " + err) == 0);
+    std::remove(err.c_str());
+}

@@ -1,0 +1,38 @@
+// archetype describe --model FILE
+// Prints the resolved architecture of a model file: the compiled structure the
+// program uses for its architecture (policies per axis) and the file's figures.
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "archetype/core/error.hpp"
+#include "archetype/io/gguf.hpp"
+#include "commands.hpp"
+#include "decoder_dispatch.hpp"
+
+namespace archetype::tools {
+
+int cmd_describe(int argc, char** argv) {
+    std::string path;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view o = argv[i];
+        if (o == "--help" || o == "-h") {
+            std::printf("usage: archetype describe --model FILE\n");
+            return 0;
+        }
+        if (i + 1 >= argc) throw argument_error("option '" + std::string(o) + "' needs a value");
+        if (o == "--model") path = argv[++i];
+        else throw argument_error("unknown option '" + std::string(o) + "'");
+    }
+    if (path.empty()) throw argument_error("--model FILE is required");
+    auto file = gguf::file::open(path);
+    if (is_decoder_arch(file.architecture()))
+        return with_decoder(std::move(file), [](const auto& m) {
+            std::fputs(m.describe().c_str(), stdout);
+            return 0;
+        });
+    throw argument_error("'" + path + "': architecture '" + std::string(file.architecture()) +
+                         "' is not one describe knows (llama, mellum)");
+}
+
+} // namespace archetype::tools

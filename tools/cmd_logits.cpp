@@ -1,0 +1,161 @@
+// archetype logits --model FILE (--tokens FILE.i32.bin | --ids 1,2,3) --out FILE.f32.bin
+//                  [--mode batch|sequential|chunked] [--chunk N] [--threads N]
+//                  [--group-norm-eps X]   (RWKV: eps of ln_x, default 64e-5, the official value)
+// Logits of every position, float32 [n_tokens x n_vocab], row-major, no header.
+// The ids are fed exactly as given (no BOS). Modes: batch = the whole prompt in
+// one call (the library chunks internally as its cache needs); sequential = one
+// token per call; chunked = calls of --chunk tokens (default 5).
+//
+// One branch per model family, chosen from the file: GGUF `llama` / `mellum`
+// (decoders, below), RWKV-5/6 (GGUF `rwkv6` or an rwkv.cpp .bin, told apart by
+// the magic); other families add their branch in cmd_logits().
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+#include "archetype/io/gguf.hpp"
+#include "archetype/runtime/decoder_session.hpp"
+#include "archetype/runtime/rwkv_api.hpp"
+#include "commands.hpp"
+#include "decoder_dispatch.hpp"
+
+namespace archetype::tools {
+
+namespace {
+enum class feed_mode { batch, sequential, chunked };
+
+struct logits_args {
+    std::string model, out;
+    std::vector<std::int32_t> tokens;
+    bool have_tokens = false;
+    feed_mode mode = feed_mode::batch;
+    std::size_t chunk = 5;
+    std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+    float group_norm_eps = 64e-5f;
+};
+
+constexpr const char* logits_usage =
+    "usage: archetype logits --model FILE (--tokens FILE.i32.bin | --ids 1,2,3) --out FILE.f32.bin\n"
+    "                        [--mode batch|sequential|chunked] [--chunk N] [--threads N]\n"
+    "                        [--group-norm-eps X]   (RWKV ln_x eps; default 64e-5)\n"
+    "--ids takes ids separated by commas or spaces.\n";
+
+std::size_t parse_count(std::string_view flag, std::string_view s, std::size_t max) {
+    unsigned long long v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || p != s.data() + s.size() || v < 1 || v > max)
+        throw argument_error("bad value '" + std::string(s) + "' for " + std::string(flag) + " (1.." +
+                             std::to_string(max) + ")");
+    return static_cast<std::size_t>(v);
+}
+
+/// Size of each call of the given mode for n tokens.
+std::size_t step_of(const logits_args& a, std::size_t n) {
+    switch (a.mode) {
+    case feed_mode::sequential: return 1;
+    case feed_mode::chunked: return a.chunk;
+    default: return std::max<std::size_t>(n, 1);
+    }
+}
+
+// ---- family: decoders (GGUF llama, mellum) ---------------------------------
+int logits_decoder(gguf::file file, const logits_args& a) {
+    return with_decoder(std::move(file), [&](const auto& model) {
+        const std::size_t n = a.tokens.size(), V = model.n_vocab();
+        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(n, 1)});
+        std::vector<float> logits(n * V);
+        const std::size_t step = step_of(a, n);
+        for (std::size_t b = 0; b < n; b += step) {
+            const std::size_t c = std::min(step, n - b);
+            sess.prefill(0, std::span<const std::int32_t>(a.tokens.data() + b, c), logits.data() + b * V);
+        }
+        write_f32_file(a.out, logits.data(), logits.size());
+        return 0;
+    });
+}
+// ---- family: RWKV-5/6 (GGUF rwkv6, rwkv.cpp .bin) ---------------------------
+/// The RWKV structures compiled into the program: every dimension from the file.
+template <class Arch>
+int logits_rwkv_as(const logits_args& a) {
+    const auto model = load_model<Arch>(a.model, {.group_norm_eps = a.group_norm_eps});
+    const std::size_t n = a.tokens.size(), V = model.hparams().n_vocab;
+    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1});
+    std::vector<float> logits(n * V);
+    const std::size_t step = step_of(a, n);
+    for (std::size_t b = 0; b < n; b += step) {
+        const std::size_t c = std::min(step, n - b);
+        sess.prefill(0, std::span<const std::int32_t>(a.tokens.data() + b, c), logits.data() + b * V);
+    }
+    write_f32_file(a.out, logits.data(), logits.size());
+    return 0;
+}
+
+bool is_rwkv_bin(const std::string& path) {
+    const io::mapped_file f(path);
+    return rwkv_bin::has_magic(f.bytes());
+}
+
+/// rwkv.cpp .bin: v6 when it has time_maa_x, else v5.2 (the loader checks the rest).
+int logits_rwkv_bin(const logits_args& a) {
+    const auto f = rwkv_bin::file::open(a.model);
+    if (f.find_tensor("blocks.0.att.time_maa_x")) return logits_rwkv_as<Rwkv6<dynamic, dynamic>>(a);
+    return logits_rwkv_as<Rwkv5<dynamic, dynamic>>(a);
+}
+} // namespace
+
+int cmd_logits(int argc, char** argv) {
+    logits_args a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view o = argv[i];
+        if (o == "--help" || o == "-h") {
+            std::printf("%s", logits_usage);
+            return 0;
+        }
+        if (i + 1 >= argc) throw argument_error("option '" + std::string(o) + "' needs a value");
+        const std::string_view v = argv[++i];
+        if (o == "--model") a.model = v;
+        else if (o == "--out") a.out = v;
+        else if (o == "--ids" || o == "--tokens") {
+            if (a.have_tokens) throw argument_error("give the tokens once, with --ids or --tokens");
+            std::string ids(v); // the fixtures' prompts are space-separated: accept both
+            std::replace(ids.begin(), ids.end(), ' ', ',');
+            a.tokens = o == "--ids" ? parse_ids(ids) : read_i32_file(std::string(v));
+            a.have_tokens = true;
+        } else if (o == "--mode") {
+            if (v == "batch") a.mode = feed_mode::batch;
+            else if (v == "sequential") a.mode = feed_mode::sequential;
+            else if (v == "chunked") a.mode = feed_mode::chunked;
+            else throw argument_error("--mode '" + std::string(v) + "' is not batch, sequential or chunked");
+        } else if (o == "--chunk") a.chunk = parse_count(o, v, std::size_t(1) << 20);
+        else if (o == "--threads") a.threads = parse_count(o, v, 256);
+        else if (o == "--group-norm-eps") {
+            const std::string sv(v);
+            char* end = nullptr;
+            const float e = std::strtof(sv.c_str(), &end);
+            if (sv.empty() || end != sv.c_str() + sv.size() || !(e > 0.f) || e > 1.f)
+                throw argument_error("bad value '" + sv + "' for --group-norm-eps (a number in (0, 1])");
+            a.group_norm_eps = e;
+        }
+        else throw argument_error("unknown option '" + std::string(o) + "'");
+    }
+    if (a.model.empty()) throw argument_error("--model FILE is required");
+    if (a.out.empty()) throw argument_error("--out FILE is required");
+    if (!a.have_tokens) throw argument_error("give the tokens with --ids or --tokens");
+
+    if (is_rwkv_bin(a.model)) return logits_rwkv_bin(a);
+    auto file = gguf::file::open(a.model);
+    if (is_decoder_arch(file.architecture())) return logits_decoder(std::move(file), a);
+    if (file.architecture() == "rwkv6") return logits_rwkv_as<Rwkv6<dynamic, dynamic>>(a);
+    // further families: add a branch here
+    throw argument_error("'" + a.model + "': architecture '" + std::string(file.architecture()) +
+                         "' has no logits branch (llama, mellum, rwkv6, rwkv.cpp .bin)");
+}
+
+} // namespace archetype::tools

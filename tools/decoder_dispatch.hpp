@@ -1,0 +1,38 @@
+#pragma once
+// The decoder structures compiled into the archetype program, one per GGUF
+// architecture (every dimension from the file), and the dispatch from a file to
+// its structure. A program that knows its model names a static Decoder<...>.
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "archetype/io/gguf.hpp"
+#include "archetype/models/decoder_model.hpp"
+
+namespace archetype::tools {
+
+/// `llama`: causal attention, full cache, dense SwiGLU, adjacent RoPE pairs.
+using cli_llama = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, SwiGLU>;
+/// `mellum` with a sliding window: the file's per-layer pattern, rolling cache
+/// on the windowed layers, full cache on the global ones, MoE, QK-norm, NeoX RoPE.
+using cli_mellum_swa =
+    Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache, MoE<dynamic, dynamic, SwiGLU>>;
+/// `mellum` without a window.
+using cli_mellum = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, MoE<dynamic, dynamic, SwiGLU>>;
+
+inline bool is_decoder_arch(std::string_view arch) { return arch == "llama" || arch == "mellum"; }
+
+/// Calls f(model) with the file loaded as the structure of its architecture.
+template <class F>
+int with_decoder(gguf::file file, F&& f) {
+    const std::string arch(file.architecture());
+    if (arch == "llama") return f(decoder_model<cli_llama>::load(std::move(file)));
+    if (arch == "mellum") {
+        if (file.get_or<std::uint32_t>("mellum.attention.sliding_window", 0) > 0)
+            return f(decoder_model<cli_mellum_swa>::load(std::move(file)));
+        return f(decoder_model<cli_mellum>::load(std::move(file)));
+    }
+    throw shape_error("architecture '" + arch + "' is not a decoder this program knows (llama, mellum)");
+}
+
+} // namespace archetype::tools
