@@ -10,10 +10,12 @@
 
 #include "archetype/archetype.hpp"
 #include "archetype/models/decoder.hpp"
+#include "archetype/models/rwkv.hpp"
 
 using namespace archetype;
 
 using Mistral = Decoder<GQA<32, 8>, RoPE, SlidingWindow<4096>, RollingCache>;
+using Finch = Rwkv6<2048, 64>;
 // The same structure with the head dimension fixed: the type now knows its KV bytes.
 using Mistral7B = Decoder<GQA<32, 8, 128>, RoPE, SlidingWindow<4096>, RollingCache>;
 
@@ -32,6 +34,7 @@ double best_seconds(int reps, F&& f) {
 int main() {
     std::printf("== Mistral = Decoder<GQA<32, 8>, RoPE, SlidingWindow<4096>, RollingCache>\n%s\n",
                 describe<Mistral>().c_str());
+    std::printf("== Finch = Rwkv6<2048, 64>\n%s\n", describe<Finch>().c_str());
     std::printf("== with a static head dimension of 128\n%s", describe<Mistral7B>().c_str());
 
     // Compile-time plan for Mistral-7B's shape (dims as a preset would give them).

@@ -3,38 +3,61 @@
 # print one closing line "N passed, N failed" summed over every meson test run.
 # meson's exit status is not reliable (failures modulo 256, 125 on build error),
 # so the counts come from its summaries.
+#
+# Environment:
+#   BUILD=dir              build directory (default: build)
+#   ARCHETYPE_SANITIZE=1   also build the tests under ASan+UBSan (build-asan) and
+#                          run them (CI sets this)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 
 total_ok=0; total_fail=0
-# run_suite DIR [meson test args...]: adds its summary to the totals
+# run_suite DIR LOG [meson test args...]: runs meson test, adds its summary to the totals
 run_suite() {
-  local dir=$1; shift
-  local log="$dir/test-output.txt"
+  local dir=$1 log=$2; shift 2
   meson test -C "$dir" --print-errorlogs --num-processes "$JOBS" "$@" 2>&1 | tee "$log"
   local counts
   counts=$(awk '/^Ok:/{ok=$2; s=1} /^Expected Fail:/{xf=$3} /^Fail:/{f=$2} /^Unexpected Pass:/{up=$3} /^Timeout:/{to=$2}
     END{ if(!s){print "0 1"} else {printf "%d %d\n", ok+xf, f+up+to} }' "$log")
   total_ok=$((total_ok + ${counts% *})); total_fail=$((total_fail + ${counts#* }))
 }
+finish() {
+  echo "${total_ok} passed, ${total_fail} failed"
+  [ "$total_fail" -eq 0 ]
+  exit $?
+}
 
 if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" --buildtype=release || { echo "0 passed, 1 failed"; exit 1; }
+  meson setup "$BUILD" --buildtype=release || { total_fail=1; finish; }
 fi
 if ! ninja -C "$BUILD" -j "$JOBS"; then
-  echo "build failed"; echo "0 passed, 1 failed"; exit 1
+  echo "build failed"; total_fail=$((total_fail + 1)); finish
 fi
-run_suite "$BUILD"
+run_suite "$BUILD" "$BUILD/test-output.txt"
 
-# The fixture suite must have run when ../shared/fixtures exists.
+# The golden-fixture suite must have run when ../shared/fixtures exists.
 if [ -d ../shared/fixtures ]; then
-  n_fix=$(meson test -C "$BUILD" --list 2>/dev/null | grep -c '^archetype:fixtures / ' || true)
-  if [ "$n_fix" -eq 0 ] && [ "${ARCHETYPE_REQUIRE_FIXTURES:-0}" = 1 ]; then
-    echo "fixtures folder present but the fixtures suite has no test"; total_fail=$((total_fail + 1))
+  n_fix=$(grep -cE '^ *[0-9]+/[0-9]+ archetype:fixtures / .* OK ' "$BUILD/test-output.txt" || true)
+  echo "fixture tests passed: $n_fix"
+  if [ "$n_fix" -eq 0 ]; then
+    echo "../shared/fixtures exists but the fixtures suite ran no test"; total_fail=$((total_fail + 1))
   fi
 fi
 
-echo "${total_ok} passed, ${total_fail} failed"
-[ "$total_fail" -eq 0 ]
+if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
+  SAN=${BUILD}-asan
+  if [ ! -f "$SAN/build.ninja" ]; then
+    meson setup "$SAN" --buildtype=debugoptimized -Db_sanitize=address,undefined \
+      -Dbenchmarks=false -Dexamples=false -Dcpp_args=-fno-sanitize-recover=undefined ||
+      { total_fail=$((total_fail + 1)); finish; }
+  fi
+  if ! ninja -C "$SAN" -j "$JOBS"; then
+    echo "sanitizer build failed"; total_fail=$((total_fail + 1)); finish
+  fi
+  # compile_fail and headers only run the compiler: no need to repeat them
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run_suite "$SAN" "$SAN/test-output.txt" --no-suite compile_fail --no-suite headers --timeout-multiplier 4
+fi
+finish

@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "archetype/core/describe.hpp"
 #include "archetype/core/policy.hpp"
 
 namespace archetype::detail {

@@ -154,10 +154,4 @@ struct Decoder {
     }
 };
 
-/// Readable summary of a model type's resolved architecture.
-template <class Model>
-std::string describe() {
-    return Model::describe();
-}
-
 } // namespace archetype

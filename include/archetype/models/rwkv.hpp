@@ -127,13 +127,6 @@ struct is_rwkv_arch<Rwkv5<D, H, Ps...>> : std::true_type {};
 template <class T>
 concept RwkvArchitecture = detail::is_rwkv_arch<T>::value;
 
-/// The compiled structure of an RWKV model type, one line per axis.
-template <class Arch>
-    requires RwkvArchitecture<Arch>
-std::string describe() {
-    return Arch::describe();
-}
-
 /// A loaded RWKV model. The weights are views; `keep_alive` holds the mapped
 /// file and `owned` the few tensors the loader had to convert or realign.
 template <class Arch>

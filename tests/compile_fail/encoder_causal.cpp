@@ -1,0 +1,5 @@
+// expect: an Encoder sees its whole sequence: use Bidirectional or SymmetricWindow<W>
+#include "archetype/models/encoder.hpp"
+using namespace archetype;
+using Bad = Encoder<MHA<12>, LearnedPositions<512>, Causal>;
+std::string s = describe<Bad>();
