@@ -15,13 +15,13 @@ import unicodedata
 
 MAXCP = 0x110000
 # Classes: the distinctions the pre-tokenizers need (\p{L}, \p{N}, \p{P}, Mn, the C* group).
-CLASSES = {"L": 1, "Mn": 2, "M": 3, "N": 4, "P": 5, "S": 6, "Z": 7, "C": 0}
+CLASSES = {"L": 1, "Mn": 2, "M": 3, "N": 4, "P": 5, "S": 6, "Z": 7, "C": 0, "Cn": 8}
 
 
 def cls(cp):
     cat = unicodedata.category(chr(cp))
-    if cat == "Mn":
-        return CLASSES["Mn"]
+    if cat in ("Mn", "Cn"):
+        return CLASSES[cat]
     return CLASSES[cat[0]]
 
 
@@ -104,7 +104,8 @@ def main():
     o.write("#include <cstdint>\n\nnamespace archetype::unicode::tables {\n\n")
     o.write(f"inline constexpr char32_t unicode_version[] = U\"{unicodedata.unidata_version}\";\n\n")
     o.write("/// General-category class runs: (first code point << 8) | class, ascending; a run lasts\n")
-    o.write("/// until the next entry. Classes: 0 C*, 1 L*, 2 Mn, 3 Mc/Me, 4 N*, 5 P*, 6 S*, 7 Z*.\n")
+    o.write("/// until the next entry. Classes: 0 Cc/Cf/Cs/Co, 1 L*, 2 Mn, 3 Mc/Me, 4 N*,\n")
+    o.write("/// 5 P*, 6 S*, 7 Z*, 8 Cn (unassigned in this Unicode version).\n")
     o.write(f"inline constexpr std::uint32_t category_runs[{len(cat)}] = {{\n")
     o.write(wrap([f"0x{(cp << 8) | c:x}" for cp, c in cat]) + "\n};\n\n")
     o.write("/// Simple lower-case mapping runs {first, count, stride, delta}: code points first,\n")

@@ -83,14 +83,16 @@ inline bool is_valid_utf8(std::string_view s) noexcept {
     return true;
 }
 
-/// General-category classes (see unicode_tables.hpp). `other` covers Cc, Cf, Cs, Co, Cn.
+/// General-category classes (see unicode_tables.hpp). `other` covers Cc, Cf, Cs, Co;
+/// `unassigned` is Cn as of the tables' Unicode version (newer emoji among them, which
+/// tokenizers built on newer tables treat as ordinary symbols).
 enum class category : std::uint8_t {
     other = 0, letter = 1, mark_nonspacing = 2, mark_other = 3, number = 4,
-    punctuation = 5, symbol = 6, separator = 7
+    punctuation = 5, symbol = 6, separator = 7, unassigned = 8
 };
 
 inline category category_of(char32_t cp) noexcept {
-    if (cp > 0x10FFFF) return category::other;
+    if (cp > 0x10FFFF) return category::unassigned;
     const auto& runs = tables::category_runs;
     const std::uint32_t key = (static_cast<std::uint32_t>(cp) << 8) | 0xFFu;
     const auto* it = std::upper_bound(std::begin(runs), std::end(runs), key);

@@ -132,13 +132,14 @@ public:
             else to_id_.emplace(tokens_[i], static_cast<std::int32_t>(i));
         }
         byte_cp_ = gpt2_byte_to_cp();
+        // Some vocabularies (SmolLM2's) lack a few bytes (C0 controls, 0xC0/0xC1, 0xF5+);
+        // Hugging Face's BPE without unk_token drops such bytes, and so do we.
         for (int b = 0; b < 256; ++b) {
             std::string s;
             unicode::append_utf8(s, byte_cp_[static_cast<std::size_t>(b)]);
             const auto it = to_id_.find(s);
-            if (it == to_id_.end())
-                throw format_error("byte-level vocabulary lacks the token for byte " + std::to_string(b) + " ('" + s + "')");
-            byte_id_[static_cast<std::size_t>(b)] = it->second;
+            byte_id_[static_cast<std::size_t>(b)] = it == to_id_.end() ? -1 : it->second;
+            if (it == to_id_.end()) all_bytes_ = false;
             cp_byte_.emplace(byte_cp_[static_cast<std::size_t>(b)], static_cast<unsigned char>(b));
         }
         merges_.reserve(c.merges.size());
@@ -209,7 +210,8 @@ public:
     }
 
     std::string_view kind() const noexcept override { return "bpe"; }
-    bool lossless() const noexcept override { return true; }
+    /// True when every byte has a token (else text with a missing byte loses it).
+    bool lossless() const noexcept override { return all_bytes_; }
 
 private:
     static std::uint64_t key(std::int32_t a, std::int32_t b) noexcept {
@@ -223,14 +225,18 @@ private:
     }
 
     void encode_word(std::string_view w, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
-        syms.assign(w.size(), {});
+        syms.clear();
         for (std::size_t i = 0; i < w.size(); ++i) {
-            auto& s = syms[i];
+            const auto id = byte_id_[static_cast<unsigned char>(w[i])];
+            if (id < 0) continue; // dropped; its neighbours become adjacent, as in HF
+            detail::symbol s;
             s.start = i;
             s.len = 1;
-            s.id = byte_id_[static_cast<unsigned char>(w[i])];
-            s.prev = static_cast<std::int64_t>(i) - 1;
-            s.next = i + 1 < w.size() ? static_cast<std::int64_t>(i + 1) : -1;
+            s.id = id;
+            s.prev = static_cast<std::int64_t>(syms.size()) - 1;
+            s.next = -1;
+            if (!syms.empty()) syms.back().next = static_cast<std::int64_t>(syms.size());
+            syms.push_back(s);
         }
         detail::merge_symbols<std::int64_t>(syms, [&](const detail::symbol& a, const detail::symbol& b,
                                                       std::int64_t& p, std::int32_t& id) {
@@ -254,6 +260,7 @@ private:
     byte_trie specials_;
     bpe_pre pre_;
     bool add_bos_, add_eos_;
+    bool all_bytes_ = true;
 };
 
 } // namespace archetype::tokenizer

@@ -122,6 +122,8 @@ private:
             if (clean_text_) {
                 if (c == 0 || c == 0xFFFD) continue;
                 if (c == '\t' || c == '\n' || c == '\r' || is_whitespace(c)) c = ' ';
+                // Cc/Cf/Cs/Co go; unassigned code points stay (HF's newer tables
+                // know them as symbols, and they become [UNK]).
                 else if (category_of(c) == category::other) continue;
             }
             tmp.clear();
