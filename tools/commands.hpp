@@ -17,6 +17,7 @@ int cmd_quantize(int argc, char** argv);
 int inspect_safetensors(const std::string& path, bool full); // hook: cmd_inspect_safetensors.cpp
 int cmd_logits(int argc, char** argv);
 int cmd_describe(int argc, char** argv);
+int cmd_generate(int argc, char** argv);
 // further commands are declared here, one line each
 
 /// Parses "1,2,3" into ids; throws archetype::argument_error naming the bad item.

@@ -8,6 +8,7 @@
 
 #include "archetype/io/gguf.hpp"
 #include "archetype/models/decoder_model.hpp"
+#include "archetype/models/presets/gemma3.hpp"
 
 namespace archetype::tools {
 
@@ -20,7 +21,11 @@ using cli_mellum_swa =
 /// `mellum` without a window.
 using cli_mellum = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, MoE<dynamic, dynamic, SwiGLU>>;
 
-inline bool is_decoder_arch(std::string_view arch) { return arch == "llama" || arch == "mellum"; }
+/// `gemma3`: presets::Gemma3 with the window and the layer pattern from the file.
+using cli_gemma3 = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache,
+                           SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding>;
+
+inline bool is_decoder_arch(std::string_view arch) { return arch == "llama" || arch == "mellum" || arch == "gemma3"; }
 
 /// Calls f(model) with the file loaded as the structure of its architecture.
 template <class F>
@@ -32,7 +37,8 @@ int with_decoder(gguf::file file, F&& f) {
             return f(decoder_model<cli_mellum_swa>::load(std::move(file)));
         return f(decoder_model<cli_mellum>::load(std::move(file)));
     }
-    throw shape_error("architecture '" + arch + "' is not a decoder this program knows (llama, mellum)");
+    if (arch == "gemma3") return f(decoder_model<cli_gemma3>::load(std::move(file)));
+    throw shape_error("architecture '" + arch + "' is not a decoder this program knows (llama, mellum, gemma3)");
 }
 
 } // namespace archetype::tools

@@ -6,6 +6,8 @@
 #
 # Environment:
 #   BUILD=dir              build directory (default: build)
+#   ARCHETYPE_MODELS_DIR   where tools/fetch-models.sh put the real model files:
+#                          enables the 'real-models' suite (-Dmodels_dir)
 #   ARCHETYPE_SANITIZE=1   also build the tests under ASan+UBSan (build-asan) and
 #                          run them (CI sets this)
 set -uo pipefail
@@ -14,6 +16,7 @@ BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 
 total_ok=0; total_fail=0
+[ "${ARCHETYPE_MODELS_FAILED:-0}" = 1 ] && total_fail=1  # .ci/run could not fetch the models
 # run_suite DIR LOG [meson test args...]: runs meson test, adds its summary to the totals
 run_suite() {
   local dir=$1 log=$2; shift 2
@@ -30,7 +33,8 @@ finish() {
 }
 
 if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" --buildtype=release || { total_fail=1; finish; }
+  meson setup "$BUILD" --buildtype=release ${ARCHETYPE_MODELS_DIR:+-Dmodels_dir=$ARCHETYPE_MODELS_DIR} ||
+    { total_fail=1; finish; }
 fi
 if ! ninja -C "$BUILD" -j "$JOBS"; then
   echo "build failed"; total_fail=$((total_fail + 1)); finish

@@ -23,6 +23,7 @@ struct norm {};       ///< RMSNorm, LayerNorm
 struct pooling {};    ///< NoPooling, MeanPooling, ClsPooling, LastPooling, MaxPooling, RankPooling
 struct embd_norm {};  ///< NoNormalize, MaxAbsInt16, L1Normalize, L2Normalize, PNormalize
 struct storage {};    ///< F32, F16, BF16, Q8_0, ... (weight storage)
+struct embedding {};  ///< PlainEmbedding, ScaledEmbedding (token embedding scale)
 } // namespace axis
 
 namespace detail {
@@ -37,7 +38,8 @@ inline constexpr bool is_axis =
     std::is_same_v<A, axis::mask> || std::is_same_v<A, axis::cache> ||
     std::is_same_v<A, axis::mixer> || std::is_same_v<A, axis::ffn> ||
     std::is_same_v<A, axis::norm> || std::is_same_v<A, axis::pooling> ||
-    std::is_same_v<A, axis::embd_norm> || std::is_same_v<A, axis::storage>;
+    std::is_same_v<A, axis::embd_norm> || std::is_same_v<A, axis::storage> ||
+    std::is_same_v<A, axis::embedding>;
 } // namespace detail
 
 /// The axis a type belongs to, or void when it is not a policy.

@@ -111,9 +111,23 @@ inline quantize_report quantize_file(const std::string& in, const std::string& o
         }
         if (log) {
             const auto& last = src.tensors()[i];
-            std::string line = "[" + std::to_string(i + 1) + "/" + std::to_string(n_t) + "] " + last.name + " " +
-                               last.shape_string() + " " + std::string(type_name(last.type));
-            line += convert ? " -> " + std::string(type_name(to)) : " (kept)";
+            // appended piece by piece: g++ 12 gives a false -Wrestrict on chained operator+
+            std::string line = "[";
+            line += std::to_string(i + 1);
+            line += '/';
+            line += std::to_string(n_t);
+            line += "] ";
+            line += last.name;
+            line += ' ';
+            line += last.shape_string();
+            line += ' ';
+            line += type_name(last.type);
+            if (convert) {
+                line += " -> ";
+                line += type_name(to);
+            } else {
+                line += " (kept)";
+            }
             log(line);
         }
     }

@@ -5,9 +5,11 @@
 // contiguous over the input dimension, so the workhorse is C = A * B^T ("NT").
 //
 // Two GEMM engines:
-//  - packed (BLIS-style) for M >= a few micro-tiles: B is packed into KC x NR
-//    panels shared by the threads, each thread packs its own MC x KC block of A,
-//    and an MR x NR register-tiled micro-kernel runs from the packed panels;
+//  - packed (BLIS-style) for M >= a micro-tile: B is packed into KC x NR panels
+//    (F16/BF16 converted while packing), A into MR-row panels, both by 16 x 16
+//    in-register transposes, and an MR x NR register-tiled micro-kernel runs from
+//    the packed panels. M <= MC walks each B panel along all of K (B rows read
+//    as contiguous streams); larger M packs KC x NC blocks of B shared by threads;
 //  - row-dot for small M (and GEMV = M 1): groups of MA rows of A times NB rows of
 //    B accumulate MA*NB vectors along K, reduced with one haddp. No packing, so B
 //    streams at memory bandwidth; F16 B rows are converted in registers.
@@ -36,7 +38,7 @@ namespace detail {
 using simd::fbatch;
 inline constexpr std::size_t W = simd::W;
 
-/// Loads of the B operand: f32 directly, F16 converted in registers.
+/// Loads of the B operand: f32 directly, F16/BF16 converted in registers.
 template <class T> struct b_elem;
 template <> struct b_elem<float> {
     static fbatch load(const float* p) noexcept { return fbatch::load_unaligned(p); }
@@ -45,6 +47,10 @@ template <> struct b_elem<float> {
 template <> struct b_elem<std::uint16_t> {
     static fbatch load(const std::uint16_t* p) noexcept { return simd::load_f16(p); }
     static float scalar(std::uint16_t v) noexcept { return fp16_to_fp32(v); }
+};
+template <> struct b_elem<bf16_t> {
+    static fbatch load(const bf16_t* p) noexcept { return simd::load_bf16(reinterpret_cast<const std::uint16_t*>(p)); }
+    static float scalar(bf16_t v) noexcept { return bf16_to_fp32(v.bits); }
 };
 
 /// A grow-only, 64-byte aligned scratch buffer (one per thread for packing).
@@ -86,14 +92,26 @@ inline const std::array<std::uint8_t, W>& haddp_lane_of_row() noexcept {
 inline constexpr std::size_t rd_nb = W >= 16 ? 4 : (W >= 8 ? 4 : 2);
 inline constexpr std::size_t rd_ma = W / rd_nb; // MA * NB == W lanes: one haddp per group
 
+#ifndef ARCHETYPE_GEMV_PREFETCH
+#define ARCHETYPE_GEMV_PREFETCH 512
+#endif
+#ifndef ARCHETYPE_GEMV_PF_HINT
+#define ARCHETYPE_GEMV_PF_HINT 3
+#endif
 template <class TB, std::size_t MA, std::size_t NB>
 inline void rowdot_group(const float* const* a, const TB* const* b, std::size_t K, float* out) noexcept {
     static_assert(MA * NB <= W);
     fbatch acc[W];
     for (std::size_t r = 0; r < W; ++r) acc[r] = fbatch(0.f);
     const std::size_t kv = K - K % W;
+    // B streams from memory once: prefetch each row 512 B ahead into L1 (measured
+    // best; prefetchnta cut the rate by half or more) so the NB row
+    // streams keep enough misses in flight for one core.
+    constexpr std::size_t ahead = ARCHETYPE_GEMV_PREFETCH / sizeof(TB);
     for (std::size_t k = 0; k < kv; k += W) {
         fbatch bv[NB];
+        if ((k * sizeof(TB)) % 64 == 0)
+            for (std::size_t j = 0; j < NB; ++j) __builtin_prefetch(b[j] + k + ahead, 0, ARCHETYPE_GEMV_PF_HINT);
         for (std::size_t j = 0; j < NB; ++j) bv[j] = b_elem<TB>::load(b[j] + k);
         for (std::size_t i = 0; i < MA; ++i) {
             const fbatch av = fbatch::load_unaligned(a[i] + k);
@@ -189,12 +207,77 @@ inline void micro_kernel(std::size_t kc, const float* __restrict Ap, const float
         for (std::size_t j = 0; j < nr; ++j) C[r * ldc + j] = add ? C[r * ldc + j] + t[r * NR + j] : t[r * NR + j];
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define ARCHETYPE_BLAS_PACK_AVX512 1
+/// 16 values of a row starting at p, the first n of them (rest zero), as floats.
+template <class TB> inline __m512 load_row16(const TB* p, __mmask16 m) noexcept;
+template <> inline __m512 load_row16<float>(const float* p, __mmask16 m) noexcept {
+    return _mm512_maskz_loadu_ps(m, p);
+}
+template <> inline __m512 load_row16<std::uint16_t>(const std::uint16_t* p, __mmask16 m) noexcept {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+template <> inline __m512 load_row16<bf16_t>(const bf16_t* p, __mmask16 m) noexcept {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const std::uint16_t*>(p))), 16));
+}
+
+/// In-register 16 x 16 transpose: r[i] lane l  ->  r[l] lane i.
+inline void transpose16(__m512 r[16]) noexcept {
+    __m512 a[16], b[16];
+    for (int i = 0; i < 8; ++i) {
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const __m512d a0 = _mm512_castps_pd(a[4 * i]), a1 = _mm512_castps_pd(a[4 * i + 1]);
+        const __m512d a2 = _mm512_castps_pd(a[4 * i + 2]), a3 = _mm512_castps_pd(a[4 * i + 3]);
+        b[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+        b[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+        b[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+        b[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+    }
+    // b[4i + m] lane j holds rows 4i..4i+3 of column 4j + m: transpose the 128-bit lanes.
+    for (int m = 0; m < 4; ++m) {
+        const __m512 c0 = _mm512_shuffle_f32x4(b[m], b[4 + m], 0x88), c1 = _mm512_shuffle_f32x4(b[m], b[4 + m], 0xdd);
+        const __m512 c2 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0x88);
+        const __m512 c3 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0xdd);
+        r[m] = _mm512_shuffle_f32x4(c0, c2, 0x88);
+        r[8 + m] = _mm512_shuffle_f32x4(c0, c2, 0xdd);
+        r[4 + m] = _mm512_shuffle_f32x4(c1, c3, 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(c1, c3, 0xdd);
+    }
+}
+
+/// Copies rows src[0..nrows) (missing rows zero) x kc columns, transposed, to
+/// dst[k * ld + i] for i < 16, storing the lanes in `keep` (k-major panels).
+template <class TB>
+inline void pack_rows16(const TB* const* src, std::size_t nrows, std::size_t kc, float* dst, std::size_t ld,
+                        __mmask16 keep) noexcept {
+    for (std::size_t k = 0; k < kc; k += 16) {
+        const std::size_t n = std::min<std::size_t>(16, kc - k);
+        const __mmask16 m = n == 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
+        __m512 r[16];
+        for (std::size_t i = 0; i < 16; ++i) r[i] = i < nrows ? load_row16<TB>(src[i] + k, m) : _mm512_setzero_ps();
+        transpose16(r);
+        for (std::size_t l = 0; l < n; ++l) _mm512_mask_storeu_ps(dst + (k + l) * ld, keep, r[l]);
+    }
+}
+#endif
+
 /// Pack rows [i0, i0 + mc) x cols [p0, p0 + kc) of A into MR-row panels (k-major), zero padded.
 inline void pack_a(const float* A, std::size_t lda, std::size_t i0, std::size_t mc, std::size_t p0,
                    std::size_t kc, float* Ap) noexcept {
     for (std::size_t ir = 0; ir < mc; ir += MR) {
         float* dst = Ap + ir * kc;
         const std::size_t mr = std::min(MR, mc - ir);
+#if defined(ARCHETYPE_BLAS_PACK_AVX512)
+        if constexpr (MR <= 16) {
+            const float* src[16];
+            for (std::size_t r = 0; r < mr; ++r) src[r] = A + (i0 + ir + r) * lda + p0;
+            pack_rows16<float>(src, mr, kc, dst, MR, __mmask16((1u << MR) - 1u));
+            continue;
+        }
+#endif
         for (std::size_t r = 0; r < MR; ++r) {
             if (r < mr) {
                 const float* src = A + (i0 + ir + r) * lda + p0;
@@ -206,28 +289,76 @@ inline void pack_a(const float* A, std::size_t lda, std::size_t i0, std::size_t 
     }
 }
 
+/// Pack one NR-column panel: B rows [j0, j0 + nr) x cols [p0, p0 + kc) into dst
+/// (kc x NR, k-major), zero padded to NR columns.
+template <class TB>
+inline void pack_b_panel(const TB* B, std::size_t ldb, std::size_t j0, std::size_t nr, std::size_t p0,
+                         std::size_t kc, float* dst) noexcept {
+#if defined(ARCHETYPE_BLAS_PACK_AVX512)
+    if constexpr (NR % 16 == 0) {
+        for (std::size_t c0 = 0; c0 < NR; c0 += 16) {
+            const TB* src[16];
+            const std::size_t rows = c0 < nr ? std::min<std::size_t>(16, nr - c0) : 0;
+            for (std::size_t c = 0; c < rows; ++c) src[c] = B + (j0 + c0 + c) * ldb + p0;
+            pack_rows16<TB>(src, rows, kc, dst + c0, NR, __mmask16(0xFFFF));
+        }
+        return;
+    }
+#endif
+    const std::size_t kv = kc - kc % W;
+    for (std::size_t c = 0; c < NR; ++c) {
+        if (c >= nr) {
+            for (std::size_t k = 0; k < kc; ++k) dst[k * NR + c] = 0.f;
+            continue;
+        }
+        const TB* src = B + (j0 + c) * ldb + p0;
+        alignas(64) float t[W];
+        for (std::size_t k = 0; k < kv; k += W) {
+            b_elem<TB>::load(src + k).store_aligned(t);
+            for (std::size_t l = 0; l < W; ++l) dst[(k + l) * NR + c] = t[l];
+        }
+        for (std::size_t k = kv; k < kc; ++k) dst[k * NR + c] = b_elem<TB>::scalar(src[k]);
+    }
+}
+
 /// Pack NR-column panels [pb, pe) of B rows [j0, j0 + nc) x cols [p0, p0 + kc) (k-major), zero padded.
 template <class TB>
 inline void pack_b(const TB* B, std::size_t ldb, std::size_t j0, std::size_t nc, std::size_t p0,
                    std::size_t kc, std::size_t pb, std::size_t pe, float* Bp) noexcept {
-    const std::size_t kv = kc - kc % W;
-    for (std::size_t p = pb; p < pe; ++p) {
-        float* dst = Bp + p * NR * kc;
-        const std::size_t jr = p * NR, nr = std::min(NR, nc - jr);
-        for (std::size_t c = 0; c < NR; ++c) {
-            if (c >= nr) {
-                for (std::size_t k = 0; k < kc; ++k) dst[k * NR + c] = 0.f;
-                continue;
+    for (std::size_t p = pb; p < pe; ++p)
+        pack_b_panel(B, ldb, j0 + p * NR, std::min(NR, nc - p * NR), p0, kc, Bp + p * NR * kc);
+}
+
+/// At most MC rows of A: pack all of A once, then walk each NR panel of B along
+/// the whole of K, so every B row is read as one contiguous stream (the
+/// KC-slab order of packed_gemm strides a whole row between 1 KB pieces and
+/// packed at half the rate). Measured faster for every M <= MC tried, even with
+/// packed A (up to 7 MB) beyond L2. Same micro-kernel calls in the same K order
+/// as packed_gemm, so the results are bitwise identical to it; threads split
+/// whole N panels.
+template <class TB>
+inline void packed_gemm_small_m(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
+                                std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, bool accumulate,
+                                thread_pool* pool) {
+    const std::size_t m_panels = (M + MR - 1) / MR, mpad = m_panels * MR;
+    const std::size_t n_panels = (N + NR - 1) / NR;
+    auto work = [&](std::size_t pb, std::size_t pe) {
+        static thread_local scratch a_buf, b_buf;
+        float* Ap = a_buf.get(mpad * K);
+        float* Bp = b_buf.get(KC * NR);
+        for (std::size_t pc = 0; pc < K; pc += KC) pack_a(A, lda, 0, M, pc, std::min(KC, K - pc), Ap + mpad * pc);
+        for (std::size_t p = pb; p < pe; ++p) {
+            const std::size_t jr = p * NR, nr = std::min(NR, N - jr);
+            for (std::size_t pc = 0; pc < K; pc += KC) {
+                const std::size_t kc = std::min(KC, K - pc);
+                pack_b_panel(B, ldb, jr, nr, pc, kc, Bp);
+                for (std::size_t ir = 0; ir < M; ir += MR)
+                    micro_kernel(kc, Ap + mpad * pc + ir * kc, Bp, C + ir * ldc + jr, ldc, std::min(MR, M - ir), nr,
+                                 accumulate || pc > 0);
             }
-            const TB* src = B + (j0 + jr + c) * ldb + p0;
-            alignas(64) float t[W];
-            for (std::size_t k = 0; k < kv; k += W) {
-                b_elem<TB>::load(src + k).store_aligned(t);
-                for (std::size_t l = 0; l < W; ++l) dst[(k + l) * NR + c] = t[l];
-            }
-            for (std::size_t k = kv; k < kc; ++k) dst[k * NR + c] = b_elem<TB>::scalar(src[k]);
         }
-    }
+    };
+    if (pool) pool->parallel_for(n_panels, work); else work(0, n_panels);
 }
 
 template <class TB>
@@ -244,8 +375,13 @@ inline void packed_gemm(const float* A, std::size_t lda, const TB* B, std::size_
         for (std::size_t pc = 0; pc < K; pc += KC) {
             const std::size_t kc = std::min(KC, K - pc);
             const bool add = accumulate || pc > 0;
+            // When each N panel is used by one thread only (1 thread, or the column
+            // split below) it is packed just before its first use, while still hot,
+            // and the loads of B overlap the micro-kernels of the previous panel;
+            // otherwise all threads pack the shared block first.
+            const bool lazy = threads == 1 || m_panels < 4 * threads;
             auto pack = [&](std::size_t pb, std::size_t pe) { pack_b(B, ldb, jc, nc, pc, kc, pb, pe, Bp); };
-            if (pool) pool->parallel_for(n_panels, pack); else pack(0, n_panels);
+            if (!lazy) pool->parallel_for(n_panels, pack);
             // One task = M panels [mb, me) x N panels [nb, ne) of this block.
             auto compute = [&](std::size_t mb, std::size_t me, std::size_t nb, std::size_t ne) {
                 static thread_local scratch a_buf;
@@ -254,6 +390,7 @@ inline void packed_gemm(const float* A, std::size_t lda, const TB* B, std::size_
                     const std::size_t mc = std::min({MC, M - ic, me * MR - ic});
                     pack_a(A, lda, ic, mc, pc, kc, Ap);
                     for (std::size_t p = nb; p < ne; ++p) {
+                        if (lazy && ic == mb * MR) pack(p, p + 1);
                         const std::size_t jr = p * NR, nr = std::min(NR, nc - jr);
                         for (std::size_t ir = 0; ir < mc; ir += MR)
                             micro_kernel(kc, Ap + ir * kc, Bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr,
@@ -272,8 +409,14 @@ inline void packed_gemm(const float* A, std::size_t lda, const TB* B, std::size_
     }
 }
 
-/// Below this many rows of A the row-dot engine wins (no packing of B).
-inline constexpr std::size_t small_m = 2 * MR;
+/// The packed engine wins once M fills MR-row panels with at most 1/4 of
+/// padding rows (M = 14, 21..28, 29.. on AVX-512); below, the row-dot engine
+/// (no packing of B) is faster. Measured by CPU time, see docs/kernels.md.
+/// Narrower targets (unmeasured) keep the earlier rule M >= 2 MR.
+constexpr bool use_packed(std::size_t M) noexcept {
+    const std::size_t mpad = (M + MR - 1) / MR * MR;
+    return W >= 16 ? M >= MR && (mpad - M) * 4 <= mpad : M >= 2 * MR;
+}
 
 template <class TB>
 inline void gemm_nt_any(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
@@ -282,8 +425,10 @@ inline void gemm_nt_any(const float* A, std::size_t lda, const TB* B, std::size_
     if (M == 0 || N == 0) return;
     if (M == 1)
         rowdot<TB, 1, 2 * rd_nb>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
-    else if (M < small_m || K < W)
+    else if (!use_packed(M) || K < W)
         rowdot<TB, rd_ma, rd_nb>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
+    else if (M <= MC)
+        packed_gemm_small_m<TB>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
     else
         packed_gemm<TB>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
 }

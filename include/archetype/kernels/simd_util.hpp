@@ -1,6 +1,6 @@
 #pragma once
 // Small helpers shared by the vectorised kernels: the float batch of the
-// compile-time architecture, horizontal max, and F16 loads converted in
+// compile-time architecture, horizontal max, and F16 / BF16 loads converted in
 // registers (F16C / AVX-512 when the compiler targets them, scalar otherwise).
 #include <algorithm>
 #include <cstddef>
@@ -45,6 +45,18 @@ inline fbatch load_f16(const std::uint16_t* p) noexcept {
 #else
     alignas(64) float t[W];
     for (std::size_t i = 0; i < W; ++i) t[i] = fp16_to_fp32(p[i]);
+    return fbatch::load_aligned(t);
+#endif
+}
+
+/// W floats from W BF16 values at p (unaligned): the bits shifted into the high half.
+inline fbatch load_bf16(const std::uint16_t* p) noexcept {
+#if XSIMD_WITH_AVX512F && defined(__AVX512BW__)
+    return fbatch(_mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+#else
+    alignas(64) float t[W];
+    for (std::size_t i = 0; i < W; ++i) t[i] = bf16_to_fp32(p[i]);
     return fbatch::load_aligned(t);
 #endif
 }

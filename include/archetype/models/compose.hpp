@@ -34,6 +34,8 @@ struct check_composition {
     static_assert(count_on_axis<axis::embd_norm, Ps...> <= 1,
                   "archetype: two embedding-normalisation policies given: keep one");
     static_assert(count_on_axis<axis::storage, Ps...> <= 1, "archetype: two weight-storage policies given: keep one");
+    static_assert(count_on_axis<axis::embedding, Ps...> <= 1,
+                  "archetype: two embedding policies given (PlainEmbedding/ScaledEmbedding): keep one");
     static constexpr bool ok = true;
 };
 

@@ -9,7 +9,8 @@
 //
 // Defaults for a missing axis: heads GQA<dynamic, dynamic> (from the file),
 // position RoPE, mask Causal, cache FullCache, mixer SelfAttention, ffn SwiGLU,
-// norm RMSNorm, storage WeightsFromFile.
+// norm RMSNorm (pre-norm blocks; PrePostNorm<RMSNorm> adds a norm after each
+// sublayer), storage WeightsFromFile, embedding PlainEmbedding.
 #include <cstddef>
 #include <string>
 
@@ -17,11 +18,13 @@
 #include "archetype/core/policy.hpp"
 #include "archetype/models/compose.hpp"
 #include "archetype/policies/cache.hpp"
+#include "archetype/policies/embedding.hpp"
 #include "archetype/policies/ffn.hpp"
 #include "archetype/policies/heads.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
 #include "archetype/policies/norm.hpp"
+#include "archetype/policies/norm_sandwich.hpp"
 #include "archetype/policies/position.hpp"
 #include "archetype/policies/storage.hpp"
 
@@ -48,6 +51,17 @@ struct model_figures {
 namespace detail {
 template <class Mask, class Cache>
 inline constexpr bool rolling_needs_window = !Cache::rolling || Mask::windowed;
+template <class N>
+struct decoder_base_norm {
+    using type = N;
+    static constexpr bool sandwich = false;
+};
+template <class N>
+    requires requires { N::sandwich; }
+struct decoder_base_norm<N> {
+    using type = typename N::base_norm;
+    static constexpr bool sandwich = N::sandwich;
+};
 template <class Position, class Heads>
 inline constexpr bool rope_head_dim_even =
     !Position::rotary || Heads::head_dim == dynamic || Heads::head_dim % 2 == 0;
@@ -65,6 +79,10 @@ struct Decoder {
     using ffn = policy_on_axis_t<axis::ffn, SwiGLU, Policies...>;
     using norm = policy_on_axis_t<axis::norm, RMSNorm, Policies...>;
     using storage = policy_on_axis_t<axis::storage, WeightsFromFile, Policies...>;
+    /// The norm itself, and whether it is also applied to each sublayer's output (PrePostNorm<Norm>).
+    using base_norm = typename detail::decoder_base_norm<norm>::type;
+    static constexpr bool sandwich_norms = detail::decoder_base_norm<norm>::sandwich;
+    using embedding = policy_on_axis_t<axis::embedding, PlainEmbedding, Policies...>;
 
     static_assert(detail::rolling_needs_window<mask, cache>,
                   "archetype: RollingCache/SinkCache keep only a window of positions, but the mask has "
@@ -100,7 +118,7 @@ struct Decoder {
         const std::size_t one_ffn = (ffn::gated ? 3 : 2) * d.n_embd * d.n_ff;
         const std::size_t ffn_params = one_ffn * d.n_expert + (d.n_expert > 1 ? d.n_embd * d.n_expert : 0);
         const std::size_t ffn_active = one_ffn * d.n_expert_used;
-        const std::size_t layer = attn + ffn_params + 2 * d.n_embd;
+        const std::size_t layer = attn + ffn_params + (sandwich_norms ? 4 : 2) * d.n_embd;
         const std::size_t emb = d.n_vocab * d.n_embd;
         model_figures f;
         f.parameters = emb + (d.tied_output ? 0 : emb) + d.n_layer * layer + d.n_embd;
@@ -141,6 +159,7 @@ struct Decoder {
         s += describe_line("mixer", mixer::describe());
         s += describe_line("ffn", ffn::describe());
         s += describe_line("norm", norm::describe());
+        if constexpr (embedding::scaled) s += describe_line("embedding", embedding::describe());
         s += describe_line("weights", storage::describe());
         if constexpr (static_heads) {
             s += describe_line("KV cache", std::to_string(kv_bytes_per_token_per_layer(n_head_kv, head_dim)) +

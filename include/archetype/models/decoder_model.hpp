@@ -1,6 +1,6 @@
 #pragma once
-// Loading a Decoder<...> from a GGUF file of llama.cpp's `llama` or `mellum`
-// architecture. The file's hyperparameters are checked against the compiled
+// Loading a Decoder<...> from a GGUF file of llama.cpp's `llama`, `mellum` or
+// `gemma3` architecture. The file's hyperparameters are checked against the compiled
 // structure (a static dimension or window that disagrees is a shape_error naming
 // both values); where the file is silent the compiled policy decides. Weights
 // are views into the file's mapping (no copy). `output.weight` absent -> the
@@ -57,6 +57,9 @@ struct decoder_hparams {
     layers::attention_dims attn;
     bool rotary = true;
     layers::rope_params rope;
+    layers::rope_params rope_swa; // windowed layers (differs from rope in its base for gemma3)
+    float embd_scale = 1.f;       // ScaledEmbedding: sqrt(n_embd)
+    float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
 };
@@ -70,6 +73,7 @@ public:
 
     struct layer {
         layers::norm_weights attn_norm, ffn_norm;
+        layers::norm_weights attn_post_norm, ffn_post_norm; // PrePostNorm only
         layers::attention_weights attn;
         layers::ffn_weights_t<ffn_policy> ffn;
     };
@@ -107,6 +111,11 @@ public:
                                                        : " (G = global causal)"));
         if (d.n_expert > 1)
             s += describe_line("experts", std::to_string(d.n_expert_used) + " of " + std::to_string(d.n_expert));
+        if (hp_.rotary && hp_.rope_swa.freq_base != hp_.rope.freq_base)
+            s += describe_line("rope (W)", "base " + std::to_string(hp_.rope_swa.freq_base) + " on windowed layers");
+        if (hp_.attn.scale != 1.f / std::sqrt(float(d.head_dim)))
+            s += describe_line("attn scale", std::to_string(hp_.attn.scale));
+        if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
         s += describe_line("qk norm", layers_v_.empty() || !layers_v_[0].attn.q_norm ? "no" : "per-head RMSNorm");
         s += describe_line("output", d.tied_output ? "tied to token_embd" : "output.weight");
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
@@ -210,8 +219,8 @@ private:
     void init(const decoder_options& opt) {
         static_assert(position::name == std::string_view("RoPE") || position::name == std::string_view("NoPE"),
                       "archetype: the decoder run time supports RoPE and NoPE positions for llama/mellum files");
-        static_assert(std::is_same_v<norm_policy, RMSNorm>,
-                      "archetype: llama and mellum files use RMSNorm: use RMSNorm (the default)");
+        static_assert(std::is_same_v<typename D::base_norm, RMSNorm>,
+                      "archetype: llama, mellum and gemma3 files use RMSNorm: use RMSNorm (the default)");
         const auto h = arch::read_llama_hparams(*file_);
         hp_.arch = h.arch;
         auto& d = hp_.dims;
@@ -283,7 +292,15 @@ private:
         hp_.attn.n_head = h.n_head;
         hp_.attn.n_head_kv = h.n_head_kv;
         hp_.attn.head_dim = h.head_dim;
-        hp_.attn.scale = 1.f / std::sqrt(float(h.head_dim));
+        hp_.attn.scale = h.attn_scale != 0.f ? h.attn_scale : 1.f / std::sqrt(float(h.head_dim));
+        hp_.logit_softcap = h.final_logit_softcap;
+        // the embedding scale is the architecture's, not stored in the file: check the policy agrees
+        using Emb = typename D::embedding;
+        if (Emb::scaled != (h.arch == "gemma3"))
+            throw shape_error(Emb::describe() + " but '" + h.arch + "' files " +
+                              (Emb::scaled ? "use the embedding as stored: use PlainEmbedding"
+                                           : "scale the embedding by sqrt(n_embd): use ScaledEmbedding"));
+        if constexpr (Emb::scaled) hp_.embd_scale = std::sqrt(float(h.n_embd));
         hp_.attn.norm_eps = h.rms_eps;
 
         // position
@@ -312,6 +329,12 @@ private:
             r.beta_fast = h.yarn_beta_fast;
             r.beta_slow = h.yarn_beta_slow;
             r.n_ctx_orig = h.rope_n_ctx_orig;
+            hp_.rope_swa = r;
+            // llama.cpp's override (cparams.rope_freq_base) leaves the windowed layers' own base alone
+            if (h.arch == "gemma3") {
+                hp_.rope_swa.freq_base = h.rope_freq_base_swa;
+                hp_.rope_swa.freq_scale = 1.f;
+            }
         }
 
         // tensors
@@ -360,6 +383,13 @@ private:
             auto& L = layers_v_[il];
             L.attn_norm = {vector_f32(b + "attn_norm.weight", E), nullptr, h.rms_eps};
             L.ffn_norm = {vector_f32(b + "ffn_norm.weight", E), nullptr, h.rms_eps};
+            if constexpr (D::sandwich_norms) {
+                L.attn_post_norm = {vector_f32(b + "post_attention_norm.weight", E), nullptr, h.rms_eps};
+                L.ffn_post_norm = {vector_f32(b + "post_ffw_norm.weight", E), nullptr, h.rms_eps};
+            } else if (file_->find_tensor(b + "post_attention_norm.weight") || file_->find_tensor(b + "post_ffw_norm.weight")) {
+                throw shape_error(norm_policy::describe() + " but the file has norms after the sublayers (" + b +
+                                  "post_attention_norm.weight): use PrePostNorm<" + norm_policy::describe() + ">");
+            }
             L.attn.wq = matrix(b + "attn_q.weight", E, qw);
             L.attn.wk = matrix(b + "attn_k.weight", E, kw);
             L.attn.wv = matrix(b + "attn_v.weight", E, kw);

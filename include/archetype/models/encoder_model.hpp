@@ -9,7 +9,13 @@
 // Every shape is checked against the hyperparameters and the compiled policies
 // at load (shape_error naming the tensor), so the forward pass never indexes
 // past a tensor.
+//
+// Other formats bind through the second constructor: hyperparameters plus
+// tensors described in GGUF terms (ne order, ggml type) under GGUF names, and
+// an owner keeping their memory mapped (io/arch/bert_safetensors.hpp reads
+// sentence-transformers directories this way); the same checks apply.
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -65,15 +71,33 @@ public:
     std::size_t n_rank_outputs() const noexcept {
         return has_cls_out ? cls_out.rows : has_cls ? cls.rows : hp.n_embd;
     }
-    const gguf::file& file() const noexcept { return *file_; }
+    /// The GGUF file (argument_error for a model bound from another format).
+    const gguf::file& file() const {
+        if (!file_) throw argument_error("this encoder model was not loaded from a GGUF file");
+        return *file_;
+    }
 
     static encoder_model load(const std::string& path) {
         return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)));
     }
-    explicit encoder_model(std::shared_ptr<gguf::file> f) : file_(std::move(f)) { bind(); }
+    explicit encoder_model(std::shared_ptr<gguf::file> f) : file_(std::move(f)) {
+        hp = arch::read_bert_hparams(*file_);
+        bind();
+    }
+    /// Weights from another format: `tensors` keyed by their GGUF name (each
+    /// tensor_info's own name is the one errors show, e.g. the original file's),
+    /// pointing into memory that `owner` keeps alive.
+    encoder_model(arch::bert_hparams h, std::map<std::string, gguf::tensor_info> tensors,
+                  std::shared_ptr<const void> owner)
+        : ext_tensors_(std::move(tensors)), ext_owner_(std::move(owner)) {
+        hp = std::move(h);
+        bind();
+    }
 
 private:
     std::shared_ptr<gguf::file> file_;
+    std::map<std::string, gguf::tensor_info> ext_tensors_; // when not GGUF
+    std::shared_ptr<const void> ext_owner_;
     std::vector<std::unique_ptr<float[]>> owned_; // 1-D tensors converted to F32
     std::size_t max_seq_ = 0, window_ = 0;
 
@@ -84,45 +108,56 @@ private:
         return s + "]";
     }
 
+    /// The tensor with this GGUF name, or null.
+    const gguf::tensor_info* find_tensor(const std::string& name) const {
+        if (file_) return file_->find_tensor(name);
+        const auto it = ext_tensors_.find(name);
+        return it == ext_tensors_.end() ? nullptr : &it->second;
+    }
+    const gguf::tensor_info& tensor(const std::string& name) const {
+        if (const auto* t = find_tensor(name)) return *t;
+        throw format_error("missing tensor '" + name + "'");
+    }
+
     /// A 2-D tensor with ne = [cols, rows]; shape_error if it differs.
     kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
-        const auto& t = file_->tensor(name);
+        const auto& t = tensor(name);
         auto w = gguf::as_weight(t);
         if (w.cols != cols || w.rows != rows || t.ne.size() < 2)
-            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected " + dims({cols, rows}));
+            throw shape_error("tensor '" + t.name + "' has shape " + t.shape_string() + ", expected " + dims({cols, rows}));
         if (!traits_of(static_cast<std::uint32_t>(w.type)))
-            throw format_error("tensor '" + name + "' has an unknown type");
+            throw format_error("tensor '" + t.name + "' has an unknown type");
         return w;
     }
     /// A matrix of any row count (checked by the caller).
     kernels::weight_view matrix_any_rows(const std::string& name, std::size_t cols) const {
-        const auto& t = file_->tensor(name);
+        const auto& t = tensor(name);
         auto w = gguf::as_weight(t);
         if (w.cols != cols || t.ne.size() < 2)
-            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected [" +
+            throw shape_error("tensor '" + t.name + "' has shape " + t.shape_string() + ", expected [" +
                               std::to_string(cols) + ", rows]");
         return w;
     }
     /// A 1-D tensor of n floats (F32 in place; F16/BF16 converted once).
     const float* vec(const std::string& name, std::size_t n) {
-        const auto& t = file_->tensor(name);
+        const auto& t = tensor(name);
         std::size_t nd = t.ne.size();
         while (nd > 1 && t.ne[nd - 1] == 1) --nd;
         if (nd != 1 || t.ne[0] != n)
-            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected [" +
+            throw shape_error("tensor '" + t.name + "' has shape " + t.shape_string() + ", expected [" +
                               std::to_string(n) + "]");
         if (t.type == ggml_type::F32) return reinterpret_cast<const float*>(t.data);
         auto buf = std::make_unique<float[]>(n);
         const auto* src = reinterpret_cast<const std::uint16_t*>(t.data);
         if (t.type == ggml_type::F16) kernels::f16_to_f32(src, buf.get(), n);
         else if (t.type == ggml_type::BF16) kernels::bf16_to_f32(src, buf.get(), n);
-        else throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) +
+        else throw shape_error("tensor '" + t.name + "' is " + std::string(type_name(t.type)) +
                                "; 1-D tensors must be F32, F16 or BF16");
         owned_.push_back(std::move(buf));
         return owned_.back().get();
     }
     const float* vec_opt(const std::string& name, std::size_t n) {
-        return file_->find_tensor(name) ? vec(name, n) : nullptr;
+        return find_tensor(name) ? vec(name, n) : nullptr;
     }
     /// Embedding tables are read row by row, so only types with a scalar row decode work.
     static void check_table(const std::string& name, const kernels::weight_view& w) {
@@ -132,7 +167,6 @@ private:
     }
 
     void bind() {
-        hp = arch::read_bert_hparams(*file_);
         const std::size_t E = hp.n_embd, H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
         using heads = typename Enc::heads;
         auto check_static = [](const char* what, dim_t want, std::size_t got) {
@@ -145,15 +179,15 @@ private:
         check_static("the head dimension", heads::head_dim, D);
         check_static("the feed-forward size", Enc::ffn::hidden, hp.n_ff);
         if constexpr (requires { Enc::storage::type; }) {
-            const auto& t = file_->tensor("blk.0.attn_q.weight");
+            const auto& t = tensor("blk.0.attn_q.weight");
             if (t.type != Enc::storage::type)
                 throw shape_error("the model type requires " + std::string(type_name(Enc::storage::type)) +
-                                  " weights but 'blk.0.attn_q.weight' is " + std::string(type_name(t.type)));
+                                  " weights but '" + t.name + "' is " + std::string(type_name(t.type)));
         }
 
         tok_embd = matrix("token_embd.weight", E, hp.n_vocab);
         check_table("token_embd.weight", tok_embd);
-        if (file_->find_tensor("token_types.weight")) {
+        if (find_tensor("token_types.weight")) {
             type_embd = matrix_any_rows("token_types.weight", E);
             check_table("token_types.weight", type_embd);
             has_token_types = true;
@@ -208,12 +242,12 @@ private:
                 L.ffn.gate_bias = vec_opt(p + "ffn_gate.bias", hp.n_ff);
             }
         }
-        if (file_->find_tensor("cls.weight")) {
+        if (find_tensor("cls.weight")) {
             cls = matrix_any_rows("cls.weight", E);
             cls_b = vec_opt("cls.bias", cls.rows);
             has_cls = true;
         }
-        if (file_->find_tensor("cls.output.weight")) {
+        if (find_tensor("cls.output.weight")) {
             cls_out = matrix_any_rows("cls.output.weight", has_cls ? cls.rows : E);
             cls_out_b = vec_opt("cls.output.bias", cls_out.rows);
             has_cls_out = true;

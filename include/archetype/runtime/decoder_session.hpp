@@ -21,6 +21,7 @@
 // a token id outside the vocabulary, a sequence id outside 0..max_sequences-1,
 // a position at or past n_ctx. No BOS or other token is ever added.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -104,6 +105,11 @@ public:
         const std::size_t half = hp.rotary ? hp.rope.n_rot / 2 : 0;
         cos_.assign(rows_ * half, 0.f);
         sin_.assign(rows_ * half, 0.f);
+        two_ropes_ = hp.rotary && (hp.rope_swa.freq_base != hp.rope.freq_base || hp.rope_swa.freq_scale != hp.rope.freq_scale);
+        if (two_ropes_) {
+            cos_swa_.assign(rows_ * half, 0.f);
+            sin_swa_.assign(rows_ * half, 0.f);
+        }
         if (cache_.has_rolling()) {
             const std::size_t cells = L.sink + L.window;
             ck_.assign(L.n_head_kv * (cells + chunk_) * L.head_dim, 0.f);
@@ -343,26 +349,38 @@ private:
         thread_pool* pool = pool_.get();
         for (const auto& g : groups_) cache_.ensure(g.seq);
         for (std::size_t i = 0; i < n; ++i) detail::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
+        if constexpr (D::embedding::scaled)
+            for (std::size_t i = 0; i < n * E; ++i) x_[i] *= hp.embd_scale;
         const layers::rope_params* rope = hp.rotary ? &hp.rope : nullptr;
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
-        using Norm = typename D::norm;
+        if (two_ropes_) layers::rope_tables(hp.rope_swa, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
+        using Norm = typename D::base_norm;
+        constexpr bool post = D::sandwich_norms;
         for (std::size_t il = 0; il < hp.dims.n_layer; ++il) {
             const auto& L = m_->layer_at(il);
+            const bool swa_rope = two_ropes_ && hp.windowed[il];
             layers::apply_norm<Norm>(L.attn_norm, x_.data(), E, h_.data(), E, n, E);
-            layers::project_qkv(L.attn, hp.attn, h_.data(), E, n, q_.data(), k_.data(), v_.data(), rope, cos_.data(),
-                                sin_.data(), pool);
+            layers::project_qkv(L.attn, hp.attn, h_.data(), E, n, q_.data(), k_.data(), v_.data(),
+                                swa_rope ? &hp.rope_swa : rope, swa_rope ? cos_swa_.data() : cos_.data(),
+                                swa_rope ? sin_swa_.data() : sin_.data(), pool);
             for (const auto& g : groups_) attend(il, g);
             kernels::matmul(L.attn.wo, ao_.data(), qw, n, t_.data(), E, pool);
+            if constexpr (post) layers::apply_norm<Norm>(L.attn_post_norm, t_.data(), E, t_.data(), E, n, E);
             add_into(x_.data(), t_.data(), n * E);
             layers::apply_norm<Norm>(L.ffn_norm, x_.data(), E, h_.data(), E, n, E);
             layers::feed_forward<typename D::ffn>(L.ffn, h_.data(), E, n, t_.data(), E, ws_, pool);
+            if constexpr (post) layers::apply_norm<Norm>(L.ffn_post_norm, t_.data(), E, t_.data(), E, n, E);
             add_into(x_.data(), t_.data(), n * E);
         }
         for (const auto& g : groups_) cache_.commit(g.seq, g.n);
         if (out_n == 0 || (!logits && !hidden)) return;
         float* hrow = hidden ? hidden : h_.data();
         layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
-        if (logits) kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool);
+        if (logits) {
+            kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool);
+            if (const float c = hp.logit_softcap; c != 0.f)
+                for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] = c * std::tanh(logits[i] / c);
+        }
     }
 
     static void add_into(float* x, const float* y, std::size_t n) noexcept {
@@ -375,6 +393,8 @@ private:
     runtime::kv_cache cache_;
     std::size_t chunk_ = 0, rows_ = 0;
     std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_, ck_, cv_;
+    bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
+    std::vector<float> cos_swa_, sin_swa_;
     std::vector<std::int64_t> pos_, cpos_;
     std::vector<group> groups_;
     layers::ffn_workspace ws_;

@@ -16,12 +16,12 @@
 // m = zero * s; min types (Q4_1, Q4_K ...) use their stored min. One code path
 // for all types; only the 64-element decoders differ.
 //
-// Elements stay in row order in u, so the activation panel is type-agnostic.
-// A tile of R weight rows x T tokens is computed per pass over the row's
-// slices, so weight bytes are decoded once per T tokens and activations loaded
-// once per R rows. Each output is accumulated by one fixed sequence of
-// operations whatever R, T and the thread split are: results do not depend on
-// the thread count or on how many tokens are batched.
+// Elements stay in row order in u. The engine (below, "engine") repacks the
+// decoded bytes of 32 rows so that each fp32 accumulator lane is one output and
+// whole sub-blocks are summed in int32 by vpdpbusd before one float step per
+// sub-block; a single token skips the repacking (gemv16). Both give every output
+// the same exact integer sums and the same float chain, so results do not
+// depend on the thread count or on how many tokens are batched.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
 #define ARCHETYPE_QUANT_VNNI 1
@@ -31,57 +31,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <memory>
+#include <new>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 
 namespace archetype::quant::vnni {
-
-/// 64 activations quantised: int8 quants, per-lane block scale, per-lane dx * sum of 4 quants.
-struct alignas(64) act_slice {
-    std::int8_t q[64];
-    float d[16];
-    float s[16];
-};
-static_assert(sizeof(act_slice) == 192);
-
-/// Quantises n_slices * 64 activations (cols valid, the rest zero) into out.
-inline void quantize_activations(const float* x, std::size_t cols, act_slice* out, std::size_t n_slices) noexcept {
-    const __m512i ones = _mm512_set1_epi8(1);
-    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-    for (std::size_t p = 0; p < n_slices; ++p) {
-        alignas(64) float tmp[64];
-        const float* src = x + 64 * p;
-        if (64 * p + 64 > cols) { // the last slice of a row of 32 * odd elements
-            const std::size_t have = cols > 64 * p ? cols - 64 * p : 0;
-            std::memset(tmp, 0, sizeof tmp);
-            std::memcpy(tmp, src, have * sizeof(float));
-            src = tmp;
-        }
-        // One 32-block: its scale and 32 quants (x * 127 / amax, rounded to nearest).
-        auto block = [&](const float* v, float& d) {
-            const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
-            const float amax =
-                _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
-            d = amax / 127.f;
-            const __m512 idv = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
-            const __m128i a = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, idv)));
-            const __m128i c = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, idv)));
-            return _mm256_inserti128_si256(_mm256_castsi128_si256(a), c, 1);
-        };
-        float d0, d1;
-        const __m256i lo = block(src, d0), hi = block(src + 32, d1);
-        const __m512i q8 = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-        const __m512 dv = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
-        const __m512i sum4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q8);
-        _mm512_store_si512(out[p].q, q8);
-        _mm512_store_ps(out[p].d, dv);
-        _mm512_store_ps(out[p].s, _mm512_mul_ps(_mm512_cvtepi32_ps(sum4), dv));
-    }
-}
 
 namespace detail {
 
@@ -104,6 +63,31 @@ inline __m512i nibbles2(const std::uint8_t* q0, const std::uint8_t* q1) noexcept
     const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     const __m512i t = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); // lo0 lo1 hi0 hi1
     return _mm512_shuffle_i64x2(t, t, _MM_SHUFFLE(3, 1, 2, 0));                // lo0 hi0 lo1 hi1
+}
+
+// Same result for two adjacent blocks (q1 == q0 + Bytes): one masked load (no read
+// past the second block) and one vpermb instead of two loads and two lane shuffles.
+template <std::size_t Bytes>
+inline __m512i nibbles2_adj(const std::uint8_t* q0, const std::uint8_t* q1) noexcept {
+#if defined(__AVX512VBMI__)
+    if (q1 == q0 + Bytes) {
+        const __m512i z = _mm512_maskz_loadu_epi8((__mmask64(1) << (Bytes + 16)) - 1, q0);
+        // bytes 0-15, 0-15, Bytes..Bytes+15, Bytes..Bytes+15
+        alignas(64) static constexpr std::uint8_t idx[64] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            Bytes + 0, Bytes + 1, Bytes + 2, Bytes + 3, Bytes + 4, Bytes + 5, Bytes + 6, Bytes + 7,
+            Bytes + 8, Bytes + 9, Bytes + 10, Bytes + 11, Bytes + 12, Bytes + 13, Bytes + 14, Bytes + 15,
+            Bytes + 0, Bytes + 1, Bytes + 2, Bytes + 3, Bytes + 4, Bytes + 5, Bytes + 6, Bytes + 7,
+            Bytes + 8, Bytes + 9, Bytes + 10, Bytes + 11, Bytes + 12, Bytes + 13, Bytes + 14, Bytes + 15};
+        const __m512i t = _mm512_permutexvar_epi8(_mm512_load_si512(idx), z);
+        // high nibbles in 128-bit lanes 1 and 3
+        const __m512i sh = _mm512_srlv_epi16(t, _mm512_set_epi64(4 * 0x0001000100010001ll, 4 * 0x0001000100010001ll, 0, 0,
+                                                                 4 * 0x0001000100010001ll, 4 * 0x0001000100010001ll, 0, 0));
+        return _mm512_and_si512(sh, _mm512_set1_epi8(0x0F));
+    }
+#endif
+    return nibbles2(q0, q1);
 }
 
 inline __mmask64 high_bits2(const std::uint8_t* h0, const std::uint8_t* h1) noexcept {
@@ -141,7 +125,7 @@ struct dec_q8_0 : legacy_base<dec_q8_0> {
 struct dec_q4_0 : legacy_base<dec_q4_0> {
     static constexpr std::size_t bytes = 18;
     static void decode(const std::uint8_t* b0, const std::uint8_t* b1, __m512i& u, __m512& s, __m512& m) noexcept {
-        u = nibbles2(b0 + 2, b1 + 2);
+        u = nibbles2_adj<18>(b0 + 2, b1 + 2);
         s = two_scales(b0, b1);
         m = _mm512_mul_ps(s, _mm512_set1_ps(8.f));
     }
@@ -149,7 +133,7 @@ struct dec_q4_0 : legacy_base<dec_q4_0> {
 struct dec_q4_1 : legacy_base<dec_q4_1> {
     static constexpr std::size_t bytes = 20;
     static void decode(const std::uint8_t* b0, const std::uint8_t* b1, __m512i& u, __m512& s, __m512& m) noexcept {
-        u = nibbles2(b0 + 4, b1 + 4);
+        u = nibbles2_adj<20>(b0 + 4, b1 + 4);
         s = two_scales(b0, b1);
         m = _mm512_sub_ps(_mm512_setzero_ps(), two_scales(b0 + 2, b1 + 2));
     }
@@ -157,7 +141,7 @@ struct dec_q4_1 : legacy_base<dec_q4_1> {
 struct dec_q5_0 : legacy_base<dec_q5_0> {
     static constexpr std::size_t bytes = 22;
     static void decode(const std::uint8_t* b0, const std::uint8_t* b1, __m512i& u, __m512& s, __m512& m) noexcept {
-        const __m512i n = nibbles2(b0 + 6, b1 + 6);
+        const __m512i n = nibbles2_adj<22>(b0 + 6, b1 + 6);
         u = _mm512_mask_add_epi8(n, high_bits2(b0 + 2, b1 + 2), n, _mm512_set1_epi8(16));
         s = two_scales(b0, b1);
         m = _mm512_mul_ps(s, _mm512_set1_ps(16.f));
@@ -166,7 +150,7 @@ struct dec_q5_0 : legacy_base<dec_q5_0> {
 struct dec_q5_1 : legacy_base<dec_q5_1> {
     static constexpr std::size_t bytes = 24;
     static void decode(const std::uint8_t* b0, const std::uint8_t* b1, __m512i& u, __m512& s, __m512& m) noexcept {
-        const __m512i n = nibbles2(b0 + 8, b1 + 8);
+        const __m512i n = nibbles2_adj<24>(b0 + 8, b1 + 8);
         u = _mm512_mask_add_epi8(n, high_bits2(b0 + 4, b1 + 4), n, _mm512_set1_epi8(16));
         s = two_scales(b0, b1);
         m = _mm512_sub_ps(_mm512_setzero_ps(), two_scales(b0 + 2, b1 + 2));
@@ -263,97 +247,421 @@ struct dec_q6_K : k_base {
 template <class D>
 inline constexpr bool is_k = D::slices == 4;
 
-/// y[t * ldy + r] for r in [0, R), t in [0, T): rows w[0..R) against tokens a[0..T).
-template <class D, int R, int T>
-inline void tile(const std::uint8_t* const* w, std::size_t n_blocks, const act_slice* const* a,
-                 std::size_t n_slices, float* y, std::size_t ldy) noexcept {
-    __m512 acc[R][T];
-    for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+// ---------------------------------------------------------------- engine
+// Output-stationary layout: each fp32 lane of an accumulator is one output
+// (row r, token t), so no horizontal reduction is needed and the integer dot
+// of a whole sub-block (32 elements, 16 for Q6_K) is accumulated by vpdpbusd
+// before any float work. Weights are repacked, 32 rows at a time, from the
+// decoders' row-order bytes into "k-group major" panels: zmm j of a 16-row
+// panel holds bytes 4j..4j+3 of each of the 16 rows, so one vpdpbusd with a
+// broadcast 4-byte activation group advances 16 outputs by 4 elements.
+// Per sub-block and output lane the float work is fixed:
+//     acc = fma(float(idot), s * dx, acc)        (zero-point types fold -z * sum(xq)
+//     acc = fnmadd(m, dx * sum(xq), acc)          into idot; min types add this step)
+// and idot is an exact integer, so every output gets bitwise the same value
+// whatever the tile, the token batch or the thread split.
+
+/// Sub-block length (elements sharing one weight scale) and zero point z
+/// (w = s * (u - z); 0 = the type has a stored min instead: w = s * u - m).
+template <class D> struct sub_traits { static constexpr int sub = 32, zero = 0; };
+template <> struct sub_traits<dec_q8_0> { static constexpr int sub = 32, zero = 128; };
+template <> struct sub_traits<dec_q4_0> { static constexpr int sub = 32, zero = 8; };
+template <> struct sub_traits<dec_q5_0> { static constexpr int sub = 32, zero = 16; };
+template <> struct sub_traits<dec_q6_K> { static constexpr int sub = 16, zero = 32; };
+
+inline constexpr std::size_t group_rows = 32; // two 16-row panels per group
+inline constexpr std::size_t prefetch_distance = 4096;
+inline constexpr std::size_t gemv_prefetch = 512; // per row, 16 rows in flight
+
+/// Activations of one token: int8 quants, per-32 scale dx, per sub-block an
+/// auxiliary word: -z * sum(xq) (int32, zero-point types) or dx * sum(xq) (float).
+struct act_layout {
+    std::size_t n_slices, nsb, stride; // stride: bytes per token, multiple of 64
+    std::size_t dx_off() const noexcept { return n_slices * 64; }
+    std::size_t aux_off() const noexcept { return n_slices * 64 + n_slices * 2 * 4; }
+};
+inline act_layout make_act_layout(std::size_t n_slices, int sub) noexcept {
+    const std::size_t nsb = 64 / std::size_t(sub);
+    const std::size_t bytes = n_slices * (64 + 8 + 4 * nsb);
+    return {n_slices, nsb, (bytes + 63) / 64 * 64};
+}
+
+/// Quantises one token (cols valid, the rest of the n_slices * 64 zero):
+/// per 32-block dx = amax / 127, q = round-to-nearest-even(x * (1 / dx)).
+inline void quantize_token(const float* x, std::size_t cols, const act_layout& L, int sub, int zero,
+                           std::uint8_t* out) noexcept {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    auto* q = reinterpret_cast<std::int8_t*>(out);
+    auto* dx = reinterpret_cast<float*>(out + L.dx_off());
+    auto* aux = out + L.aux_off();
+    const std::size_t n_blocks = L.n_slices * 2;
+    for (std::size_t b = 0; b < n_blocks; ++b) {
+        alignas(64) float tmp[32];
+        const float* v = x + 32 * b;
+        if (32 * b + 32 > cols) { // the zero block after a row of 32 * odd elements
+            std::memset(tmp, 0, sizeof tmp);
+            v = tmp;
+        }
+        const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+        const float d = amax / 127.f;
+        const __m512 idv = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
+        const __m128i a = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, idv)));
+        const __m128i c = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, idv)));
+        const __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(a), c, 1);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32 * b), q8);
+        dx[b] = d;
+        // sums of 4 quants (8 lanes), then per sub-block
+        alignas(32) std::int32_t s4[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(s4),
+                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q8));
+        const int per = sub / 4, nsub = 32 / sub;
+        for (int h = 0; h < nsub; ++h) {
+            std::int32_t s = 0;
+            for (int i = 0; i < per; ++i) s += s4[h * per + i];
+            const std::size_t idx = b * std::size_t(nsub) + std::size_t(h);
+            if (zero != 0) {
+                const std::int32_t z = -zero * s;
+                std::memcpy(aux + 4 * idx, &z, 4);
+            } else {
+                const float f = d * float(s);
+                std::memcpy(aux + 4 * idx, &f, 4);
+            }
+        }
+    }
+}
+
+/// 16x16 transpose of 32-bit lanes: out[j] lane i = in[i] lane j.
+inline void transpose16(__m512i r[16]) noexcept {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // u[4g + q] 128-bit lane L = rows 4g..4g+3 of dword 4L + q
+    for (int q = 0; q < 4; ++q) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[q], u[4 + q], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i v1 = _mm512_shuffle_i32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], _MM_SHUFFLE(3, 2, 3, 2));
+        r[0 + q] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
+        r[4 + q] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
+        r[8 + q] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + q] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/// Packed group: per slice, 2 panels x 16 k-group vectors of u, then
+/// 2 panels x nsb scale vectors, then (min types) 2 panels x nsb min vectors.
+template <class D>
+struct packed_layout {
+    static constexpr int sub = sub_traits<D>::sub, zero = sub_traits<D>::zero;
+    static constexpr std::size_t nsb = 64 / sub;
+    static constexpr std::size_t u_bytes = 2 * 16 * 64;
+    static constexpr std::size_t slice_bytes = u_bytes + 2 * nsb * 64 * (zero ? 1 : 2);
+};
+
+/// Decodes rows [r0, r0 + 32) (clamped to rows - 1) and packs them; tmp holds
+/// 32 rows of n_slices * 64 bytes (row order, sequential reads of the weights).
+template <class D>
+inline void pack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
+                       std::size_t n_blocks, std::size_t n_slices, std::uint8_t* tmp, std::uint8_t* out) noexcept {
+    using P = packed_layout<D>;
     const std::size_t n_units = n_slices / D::slices;
-    for (std::size_t unit = 0; unit < n_units; ++unit) {
-        typename D::state st[R];
-        for (int r = 0; r < R; ++r) st[r] = D::prepare(w[r], unit, n_blocks);
-        for (int c = 0; c < D::slices; ++c) {
-            const std::size_t p = unit * D::slices + std::size_t(c);
-            __m512i u[R];
-            __m512 s[R], m[R];
-            for (int r = 0; r < R; ++r) D::slice(st[r], c, u[r], s[r], m[r]);
-            for (int t = 0; t < T; ++t) {
-                const act_slice& x = a[t][p];
-                const __m512i xq = _mm512_load_si512(x.q);
-                const __m512 dx = _mm512_load_ps(x.d), xs = _mm512_load_ps(x.s);
-                for (int r = 0; r < R; ++r) {
-                    const __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xq);
-                    acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(s[r], dx), acc[r][t]);
-                    acc[r][t] = _mm512_fnmadd_ps(m[r], xs, acc[r][t]);
+    const std::size_t rs = n_slices * 64;
+    const std::size_t unit_bytes = is_k<D> ? D::bytes : 2 * D::bytes;
+    for (std::size_t r = 0; r < group_rows; ++r) {
+        const std::uint8_t* row = W + std::min(r0 + r, rows - 1) * row_bytes;
+        const std::size_t panel = r / 16, lane = r % 16;
+        for (std::size_t unit = 0; unit < n_units; ++unit) {
+            // The group's rows are one contiguous range read front to back: prefetch
+            // a few KiB ahead so the single stream keeps enough misses in flight
+            // (a prefetch past the end of the matrix is harmless).
+            const char* ahead = reinterpret_cast<const char*>(row) + unit * unit_bytes + prefetch_distance;
+            for (std::size_t o = 0; o < unit_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+            const typename D::state st = D::prepare(row, unit, n_blocks);
+            for (int c = 0; c < D::slices; ++c) {
+                const std::size_t p = unit * D::slices + std::size_t(c);
+                __m512i u;
+                __m512 s, m;
+                D::slice(st, c, u, s, m);
+                _mm512_store_si512(tmp + r * rs + p * 64, u);
+                alignas(64) float sv[16], mv[16];
+                _mm512_store_ps(sv, s);
+                float* so = reinterpret_cast<float*>(out + p * P::slice_bytes + P::u_bytes);
+                for (std::size_t b = 0; b < P::nsb; ++b) so[(panel * P::nsb + b) * 16 + lane] = sv[b * (P::sub / 4)];
+                if constexpr (P::zero == 0) {
+                    _mm512_store_ps(mv, m);
+                    float* mo = so + 2 * P::nsb * 16;
+                    for (std::size_t b = 0; b < P::nsb; ++b) mo[(panel * P::nsb + b) * 16 + lane] = mv[b * (P::sub / 4)];
                 }
             }
         }
     }
-    for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) y[std::size_t(t) * ldy + std::size_t(r)] = _mm512_reduce_add_ps(acc[r][t]);
+    for (std::size_t p = 0; p < n_slices; ++p)
+        for (std::size_t panel = 0; panel < 2; ++panel) {
+            __m512i v[16];
+            for (std::size_t i = 0; i < 16; ++i) v[i] = _mm512_load_si512(tmp + (panel * 16 + i) * rs + p * 64);
+            transpose16(v);
+            std::uint8_t* o = out + p * P::slice_bytes + panel * 16 * 64;
+            for (std::size_t j = 0; j < 16; ++j) _mm512_store_si512(o + j * 64, v[j]);
+        }
 }
 
-inline constexpr int tile_rows = 4;
-inline constexpr int tile_toks = 3;
+inline __m512i bcast4(const std::uint8_t* p) noexcept {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+inline float load_f32(const std::uint8_t* p) noexcept {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
 
-/// Rows [r0, r1) of W against the n_tok tokens of the panel (token stride n_slices).
-template <class D, int R>
-inline void rows_against_panel(const std::uint8_t* W, std::size_t row_bytes, std::size_t r0, std::size_t n_blocks,
-                               const act_slice* panel, std::size_t n_slices, std::size_t n_tok, float* y,
-                               std::size_t ldy) noexcept {
-    const std::uint8_t* w[R];
-    for (int r = 0; r < R; ++r) w[r] = W + (r0 + std::size_t(r)) * row_bytes;
-    std::size_t t = 0;
-    const act_slice* a[tile_toks];
-    for (; t + tile_toks <= n_tok; t += tile_toks) {
-        for (int k = 0; k < tile_toks; ++k) a[k] = panel + (t + std::size_t(k)) * n_slices;
-        tile<D, R, tile_toks>(w, n_blocks, a, n_slices, y + t * ldy + r0, ldy);
+/// y[t * ldy + lane] for T tokens x 32 rows of a packed group (nr valid rows).
+template <class D, int T>
+inline void tile(const std::uint8_t* pk, std::size_t n_slices, const std::uint8_t* const* a, const act_layout& L,
+                 float* y, std::size_t ldy, std::size_t nr) noexcept {
+    using P = packed_layout<D>;
+    constexpr int V = 2, kg_per_sub = P::sub / 4;
+    __m512 acc[T][V];
+    for (int t = 0; t < T; ++t)
+        for (int v = 0; v < V; ++v) acc[t][v] = _mm512_setzero_ps();
+    for (std::size_t p = 0; p < n_slices; ++p) {
+        const std::uint8_t* ps = pk + p * P::slice_bytes;
+        const float* sv = reinterpret_cast<const float*>(ps + P::u_bytes);
+        for (std::size_t b = 0; b < P::nsb; ++b) {
+            const std::size_t sb = p * P::nsb + b; // sub-block index along the row
+            __m512i ia[T][V];
+            for (int t = 0; t < T; ++t) {
+                const __m512i init = P::zero ? bcast4(a[t] + L.aux_off() + 4 * sb) : _mm512_setzero_si512();
+                for (int v = 0; v < V; ++v) ia[t][v] = init;
+            }
+            for (int j = 0; j < kg_per_sub; ++j) {
+                const std::size_t kg = b * kg_per_sub + std::size_t(j);
+                __m512i w[V];
+                for (int v = 0; v < V; ++v) w[v] = _mm512_load_si512(ps + (std::size_t(v) * 16 + kg) * 64);
+                for (int t = 0; t < T; ++t) {
+                    const __m512i xb = bcast4(a[t] + p * 64 + kg * 4);
+                    for (int v = 0; v < V; ++v) ia[t][v] = _mm512_dpbusd_epi32(ia[t][v], w[v], xb);
+                }
+            }
+            const std::size_t blk32 = (p * 64 + b * P::sub) / 32;
+            for (int v = 0; v < V; ++v) {
+                const __m512 s = _mm512_load_ps(sv + (std::size_t(v) * P::nsb + b) * 16);
+                for (int t = 0; t < T; ++t) {
+                    const __m512 dx = _mm512_set1_ps(load_f32(a[t] + L.dx_off() + 4 * blk32));
+                    acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[t][v]), _mm512_mul_ps(s, dx), acc[t][v]);
+                }
+                if constexpr (P::zero == 0) {
+                    const __m512 m = _mm512_load_ps(sv + (2 * P::nsb + std::size_t(v) * P::nsb + b) * 16);
+                    for (int t = 0; t < T; ++t)
+                        acc[t][v] = _mm512_fnmadd_ps(m, _mm512_set1_ps(load_f32(a[t] + L.aux_off() + 4 * sb)), acc[t][v]);
+                }
+            }
+        }
     }
-    for (; t < n_tok; ++t) {
-        a[0] = panel + t * n_slices;
-        tile<D, R, 1>(w, n_blocks, a, n_slices, y + t * ldy + r0, ldy);
+    for (int t = 0; t < T; ++t)
+        for (int v = 0; v < V; ++v) {
+            const std::size_t lo = std::size_t(v) * 16;
+            if (lo >= nr) continue;
+            const std::size_t n = std::min<std::size_t>(16, nr - lo);
+            _mm512_mask_storeu_ps(y + std::size_t(t) * ldy + lo, __mmask16((1u << n) - 1u), acc[t][v]);
+        }
+}
+
+inline constexpr int tile_toks = 6;
+
+template <class D, int T>
+inline void tokens_tail(const std::uint8_t* pk, std::size_t n_slices, const std::uint8_t* const* a,
+                        const act_layout& L, float* y, std::size_t ldy, std::size_t nr, int n) noexcept {
+    if constexpr (T > 0) {
+        if (n == T) tile<D, T>(pk, n_slices, a, L, y, ldy, nr);
+        else tokens_tail<D, T - 1>(pk, n_slices, a, L, y, ldy, nr, n);
     }
 }
+
+// ---------------------------------------------------------------- decode (1 token)
+// One token gains nothing from packing: the decoded rows go straight into
+// vpdpbusd, and the 16 rows' lane partials are reduced and transposed in
+// registers into lanes = rows. The integer sums are exact, and the float chain
+// per sub-block is the tile's, so a token gives bitwise the same output here as
+// inside a batch.
+
+/// d[r] holds row r's 16 lanes of 4-element sums; out[L] lane r = sum of 128-bit lane L of d[r]
+/// (four 16-element sums per row), or with Sum = false lane r = dword 0 of lane L (a selection).
+template <bool Sum>
+inline void reduce_transpose16(const __m512i d[16], __m512i out[4]) noexcept {
+    __m512i c[8], e[4];
+    for (int i = 0; i < 8; ++i) {
+        const __m512i lo = _mm512_unpacklo_epi32(d[2 * i], d[2 * i + 1]);
+        c[i] = Sum ? _mm512_add_epi32(lo, _mm512_unpackhi_epi32(d[2 * i], d[2 * i + 1])) : lo;
+    }
+    for (int g = 0; g < 4; ++g) {
+        const __m512i lo = _mm512_unpacklo_epi64(c[2 * g], c[2 * g + 1]);
+        e[g] = Sum ? _mm512_add_epi32(lo, _mm512_unpackhi_epi64(c[2 * g], c[2 * g + 1])) : lo;
+    }
+    // e[g] 128-bit lane L, dword q = row 4g + q: a 4x4 transpose of 128-bit lanes
+    const __m512i v0 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i v1 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i v2 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i v3 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(3, 2, 3, 2));
+    out[0] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
+    out[1] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
+    out[2] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
+    out[3] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/// y[lane] for rows [r0, r0 + nr) (nr <= 16) against one quantised token a.
+template <class D>
+inline void gemv16(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
+                   std::size_t n_blocks, std::size_t n_slices, const std::uint8_t* a, const act_layout& L,
+                   float* y) noexcept {
+    using P = packed_layout<D>;
+    const std::size_t unit_bytes = is_k<D> ? D::bytes : 2 * D::bytes;
+    const std::uint8_t* rp[16];
+    for (std::size_t r = 0; r < 16; ++r) rp[r] = W + std::min(r0 + r, rows - 1) * row_bytes;
+    const auto* dxp = reinterpret_cast<const float*>(a + L.dx_off());
+    const std::uint8_t* aux = a + L.aux_off();
+    __m512 acc = _mm512_setzero_ps();
+    const std::size_t n_units = n_slices / D::slices;
+    for (std::size_t unit = 0; unit < n_units; ++unit) {
+        typename D::state st[16];
+        for (std::size_t r = 0; r < 16; ++r) {
+            const char* ahead = reinterpret_cast<const char*>(rp[r]) + unit * unit_bytes + gemv_prefetch;
+            _mm_prefetch(ahead, _MM_HINT_T0);
+            if constexpr (D::bytes * (is_k<D> ? 1 : 2) > 64) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+            if constexpr (D::bytes * (is_k<D> ? 1 : 2) > 128) _mm_prefetch(ahead + 128, _MM_HINT_T0);
+            if constexpr (D::bytes * (is_k<D> ? 1 : 2) > 192) _mm_prefetch(ahead + 192, _MM_HINT_T0);
+            st[r] = D::prepare(rp[r], unit, n_blocks);
+        }
+        for (int c = 0; c < D::slices; ++c) {
+            const std::size_t p = unit * D::slices + std::size_t(c);
+            const __m512i xq = _mm512_load_si512(a + p * 64);
+            __m512i d[16], sv[16], mv[16];
+            for (std::size_t r = 0; r < 16; ++r) {
+                __m512i u;
+                __m512 s, m;
+                D::slice(st[r], c, u, s, m);
+                d[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xq);
+                sv[r] = _mm512_castps_si512(s);
+                mv[r] = _mm512_castps_si512(m);
+            }
+            __m512i is[4], ss[4], ms[4];
+            reduce_transpose16<true>(d, is);
+            if constexpr (D::slices == 1) {
+                // Legacy blocks: the two F16 scales (and mins) of 16 rows straight from
+                // memory, converted 16 at a time; same values as the decoders' s and m.
+                alignas(32) std::uint16_t h[4][16];
+                for (std::size_t r = 0; r < 16; ++r) {
+                    const std::uint8_t* b0 = st[r].b0;
+                    const std::uint8_t* b1 = st[r].b1;
+                    h[0][r] = load_u16(b0);
+                    h[1][r] = load_u16(b1);
+                    if constexpr (P::zero == 0) {
+                        h[2][r] = load_u16(b0 + 2);
+                        h[3][r] = load_u16(b1 + 2);
+                    }
+                }
+                auto cvt = [&](int i) {
+                    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h[i])));
+                };
+                ss[0] = _mm512_castps_si512(cvt(0));
+                ss[2] = _mm512_castps_si512(cvt(1));
+                if constexpr (P::zero == 0) {
+                    ms[0] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), cvt(2)));
+                    ms[2] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), cvt(3)));
+                }
+            } else {
+                reduce_transpose16<false>(sv, ss);
+                if constexpr (P::zero == 0) reduce_transpose16<false>(mv, ms);
+            }
+            for (std::size_t b = 0; b < P::nsb; ++b) {
+                const std::size_t sb = p * P::nsb + b;
+                // sub = 32: 128-bit lanes 2b and 2b + 1 make sub-block b; sub = 16: lane b
+                __m512i ib = P::nsb == 2 ? _mm512_add_epi32(is[2 * b], is[2 * b + 1]) : is[b];
+                const __m512 s = _mm512_castsi512_ps(P::nsb == 2 ? ss[2 * b] : ss[b]);
+                if constexpr (P::zero != 0) ib = _mm512_add_epi32(ib, bcast4(aux + 4 * sb));
+                const __m512 dx = _mm512_set1_ps(dxp[(p * 64 + b * P::sub) / 32]);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), _mm512_mul_ps(s, dx), acc);
+                if constexpr (P::zero == 0) {
+                    const __m512 m = _mm512_castsi512_ps(P::nsb == 2 ? ms[2 * b] : ms[b]);
+                    acc = _mm512_fnmadd_ps(m, _mm512_set1_ps(load_f32(aux + 4 * sb)), acc);
+                }
+            }
+        }
+    }
+    const std::size_t nr = std::min<std::size_t>(16, rows - r0);
+    _mm512_mask_storeu_ps(y + r0, __mmask16((1u << nr) - 1u), acc);
+}
+
+/// A grow-only 64-byte aligned byte buffer (per thread; no allocation per call once warm).
+struct byte_scratch {
+    struct free_deleter { void operator()(std::uint8_t* p) const noexcept { std::free(p); } };
+    std::unique_ptr<std::uint8_t, free_deleter> p;
+    std::size_t cap = 0;
+    std::uint8_t* get(std::size_t n) {
+        if (n > cap) {
+            p.reset(static_cast<std::uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64)));
+            if (!p) throw std::bad_alloc();
+            cap = n;
+        }
+        return p.get();
+    }
+};
 
 template <class D>
 inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
                 std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+    using P = packed_layout<D>;
     const std::size_t block = is_k<D> ? 256 : 32;
     const std::size_t n_blocks = cols / block;
     const std::size_t row_bytes = n_blocks * D::bytes;
     const std::size_t n_slices = (cols + 63) / 64;
-    // Tokens go in chunks whose quantised activations stay in L2 while every
-    // weight row of this thread streams past them once.
-    const std::size_t per_tok = n_slices * sizeof(act_slice);
-    std::size_t chunk = std::max<std::size_t>(tile_toks, (std::size_t(768) << 10) / per_tok);
-    chunk = std::min(n_tok, chunk - chunk % tile_toks);
-    thread_local std::vector<act_slice> buf;
-    if (buf.size() < chunk * n_slices) buf.resize(chunk * n_slices);
-    act_slice* panel = buf.data();
-    const std::size_t groups = (rows + tile_rows - 1) / tile_rows;
-    for (std::size_t t0 = 0; t0 < n_tok; t0 += chunk) {
-        const std::size_t nt = std::min(chunk, n_tok - t0);
-        auto quant = [&](std::size_t b, std::size_t e) {
-            for (std::size_t t = b; t < e; ++t)
-                quantize_activations(x + (t0 + t) * ldx, cols, panel + t * n_slices, n_slices);
+    const act_layout L = make_act_layout(n_slices, P::sub);
+    static thread_local byte_scratch act_buf;
+    std::uint8_t* act = act_buf.get(n_tok * L.stride);
+    auto quant = [&](std::size_t b, std::size_t e) {
+        for (std::size_t t = b; t < e; ++t) quantize_token(x + t * ldx, cols, L, P::sub, P::zero, act + t * L.stride);
+    };
+    if (pool && n_tok > 1) pool->parallel_for(n_tok, quant); else quant(0, n_tok);
+    if (n_tok == 1) {
+        const std::size_t groups16 = (rows + 15) / 16;
+        auto dec = [&](std::size_t gb, std::size_t ge) {
+            for (std::size_t g = gb; g < ge; ++g) gemv16<D>(W, row_bytes, rows, g * 16, n_blocks, n_slices, act, L, y);
         };
-        if (pool && nt > 1) pool->parallel_for(nt, quant); else quant(0, nt);
-        float* yc = y + t0 * ldy;
-        auto work = [&](std::size_t gb, std::size_t ge) {
-            for (std::size_t g = gb; g < ge; ++g) {
-                const std::size_t r0 = g * tile_rows;
-                if (r0 + tile_rows <= rows) {
-                    rows_against_panel<D, tile_rows>(W, row_bytes, r0, n_blocks, panel, n_slices, nt, yc, ldy);
-                } else {
-                    for (std::size_t r = r0; r < rows; ++r)
-                        rows_against_panel<D, 1>(W, row_bytes, r, n_blocks, panel, n_slices, nt, yc, ldy);
-                }
-            }
-        };
-        if (pool) pool->parallel_for(groups, work); else work(0, groups);
+        if (pool) pool->parallel_for(groups16, dec); else dec(0, groups16);
+        return;
     }
+    const std::size_t groups = (rows + group_rows - 1) / group_rows;
+    auto work = [&](std::size_t gb, std::size_t ge) {
+        static thread_local byte_scratch tmp_buf, pk_buf;
+        std::uint8_t* tmp = tmp_buf.get(group_rows * n_slices * 64);
+        std::uint8_t* pk = pk_buf.get(n_slices * P::slice_bytes);
+        for (std::size_t g = gb; g < ge; ++g) {
+            const std::size_t r0 = g * group_rows, nr = std::min(group_rows, rows - r0);
+            pack_group<D>(W, row_bytes, rows, r0, n_blocks, n_slices, tmp, pk);
+            const std::uint8_t* a[tile_toks];
+            std::size_t t = 0;
+            for (; t + tile_toks <= n_tok; t += tile_toks) {
+                for (int i = 0; i < tile_toks; ++i) a[i] = act + (t + std::size_t(i)) * L.stride;
+                tile<D, tile_toks>(pk, n_slices, a, L, y + t * ldy + r0, ldy, nr);
+            }
+            if (t < n_tok) {
+                const int n = int(n_tok - t);
+                for (int i = 0; i < n; ++i) a[i] = act + (t + std::size_t(i)) * L.stride;
+                tokens_tail<D, tile_toks - 1>(pk, n_slices, a, L, y + t * ldy + r0, ldy, nr, n);
+            }
+        }
+    };
+    if (pool) pool->parallel_for(groups, work); else work(0, groups);
 }
 
 } // namespace detail

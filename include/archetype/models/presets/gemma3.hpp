@@ -1,0 +1,41 @@
+#pragma once
+// Gemma 3 as a Decoder<...> built from policies. Each line of the alias is one
+// feature of the architecture (llama.cpp's src/models/gemma3.cpp graph):
+//
+//   GQA<Hq, Hkv>                      grouped-query heads (270M: 4 query heads, 1 KV head, 256 wide)
+//   RoPE                              NeoX pairs; base rope.freq_base on global layers and
+//                                     rope.freq_base_swa (default 10000) on windowed ones, from the file
+//   Interleave<6, SlidingWindow<512>, Causal>
+//                                     five windowed layers, then one global (il % 6 < 5 is windowed)
+//   RollingCache                      the windowed layers keep a ring of 512 cells per sequence
+//   SelfAttentionWith<qk_norm::rms>   per-head RMSNorm of Q and K before RoPE
+//   GeGLU                             down(gelu_tanh(gate x) * up x)
+//   PrePostNorm<RMSNorm>              an RMSNorm before and after attention and the FFN
+//                                     (the GGUF converter already stored Gemma's 1 + w)
+//   ScaledEmbedding                   embedding rows times sqrt(n_embd)
+//
+// Read from the file, not compiled: the attention scale 1/sqrt(key_length)
+// (query_pre_attn_scalar), the tied output head (no output.weight), the final
+// logit soft-capping when the file gives gemma3.final_logit_softcapping.
+//
+//   auto model = archetype::load_model<archetype::presets::Gemma3_270M>("gemma-3-270m-q4_k_m.gguf");
+#include "archetype/core/dims.hpp"
+#include "archetype/models/decoder.hpp"
+#include "archetype/policies/embedding.hpp"
+#include "archetype/policies/norm_sandwich.hpp"
+
+namespace archetype::presets {
+
+template <dim_t Hq = dynamic, dim_t Hkv = dynamic>
+using Gemma3 = Decoder<GQA<Hq, Hkv>, RoPE, Interleave<6, SlidingWindow<512>, Causal>, RollingCache,
+                       SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding>;
+
+/// Gemma 3 270M: 4 query heads share one KV head.
+using Gemma3_270M = Gemma3<4, 1>;
+
+/// Dimensions of Gemma 3 270M (gemma-3-270m GGUF metadata).
+inline constexpr transformer_dims gemma3_270m_dims{.n_layer = 18, .n_embd = 640, .n_vocab = 262144, .n_ff = 2048,
+                                                    .n_head = 4, .n_head_kv = 1, .head_dim = 256, .window = 512,
+                                                    .n_expert = 1, .n_expert_used = 1, .tied_output = true};
+
+} // namespace archetype::presets
