@@ -129,3 +129,18 @@ BOOST_AUTO_TEST_CASE(moe_and_storage_policies) {
     static_assert(f.matmul_flops_per_token == 2 * ((4 * 8 * 8 + 2 * 3 * 8 * 16) + 10 * 8));
     BOOST_TEST(describe<D>().find("MoE<8, 2, SwiGLU>") != std::string::npos);
 }
+
+#include "archetype/models/dims_fields.hpp"
+
+BOOST_AUTO_TEST_CASE(dims_print_and_compare_field_by_field) {
+    transformer_dims a{.n_layer = 30, .n_embd = 576, .n_vocab = 49152, .n_ff = 1536,
+                       .n_head = 9, .n_head_kv = 3, .head_dim = 64};
+    const std::string s = format_fields(a);
+    BOOST_TEST(s.find("  n_layer = 30\n") != std::string::npos);
+    BOOST_TEST(s.find("  n_head_kv = 3\n") != std::string::npos);
+    BOOST_TEST(differing_fields(a, a).empty());
+    transformer_dims b = a;
+    b.n_head_kv = 1;
+    b.window = 512;
+    BOOST_TEST(differing_fields(a, b) == "n_head_kv, window");
+}
