@@ -117,13 +117,7 @@ public:
                                std::to_string(tokens_.size()) + " tokens");
         types_.resize(tokens_.size(), token_type::normal);
         for (std::size_t i = 0; i < c.types.size(); ++i) types_[i] = static_cast<token_type>(c.types[i]);
-        bos_ = c.bos; eos_ = c.eos; unk_ = c.unk; pad_ = c.pad;
-        check_special_id(bos_, "bos_token_id");
-        check_special_id(eos_, "eos_token_id");
-        check_special_id(unk_, "unknown_token_id");
-        check_special_id(pad_, "padding_token_id");
-        if (add_bos_ && bos_ < 0) throw format_error("add_bos_token is set but the file has no bos_token_id");
-        if (add_eos_ && eos_ < 0) throw format_error("add_eos_token is set but the file has no eos_token_id");
+        set_special_ids(c.bos, c.eos, c.unk, c.pad, add_bos_, add_eos_);
 
         to_id_.reserve(tokens_.size());
         for (std::size_t i = 0; i < tokens_.size(); ++i) {

@@ -59,6 +59,19 @@ protected:
                                std::to_string(n_vocab_) + " tokens");
     }
 
+    /// Sets the special ids read from the file (after n_vocab_) and checks them:
+    /// each inside the vocabulary or -1, and present when the file asks to add it.
+    void set_special_ids(std::int32_t bos, std::int32_t eos, std::int32_t unk, std::int32_t pad, bool add_bos,
+                         bool add_eos) {
+        bos_ = bos; eos_ = eos; unk_ = unk; pad_ = pad;
+        check_special_id(bos_, "bos_token_id");
+        check_special_id(eos_, "eos_token_id");
+        check_special_id(unk_, "unknown_token_id");
+        check_special_id(pad_, "padding_token_id");
+        if (add_bos && bos_ < 0) throw format_error("add_bos_token is set but the file has no bos_token_id");
+        if (add_eos && eos_ < 0) throw format_error("add_eos_token is set but the file has no eos_token_id");
+    }
+
     std::size_t n_vocab_ = 0;
     std::int32_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1;
 };
