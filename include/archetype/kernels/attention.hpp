@@ -23,10 +23,12 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/simd_util.hpp"
 #include "archetype/kernels/softmax.hpp"
 
 namespace archetype::kernels {
@@ -54,6 +56,13 @@ struct all_visible {
     constexpr bool operator()(std::size_t, std::size_t) const noexcept { return true; }
 };
 
+/// Every key row may be visible (no range known in advance).
+struct all_keys {
+    constexpr std::pair<std::size_t, std::size_t> operator()(std::size_t, std::size_t, std::size_t n_kv) const noexcept {
+        return {0, n_kv};
+    }
+};
+
 namespace detail {
 // Per-thread scores buffer: grows to the largest block seen, then is reused,
 // so steady-state decode allocates nothing.
@@ -62,12 +71,64 @@ inline std::vector<float>& attention_scratch() {
     return buf;
 }
 inline constexpr std::size_t attention_q_block = 16;
+
+/// o[r] (+)= sum_j p[r][j] * v[j] for R rows and C full vectors of columns
+/// starting at column c0: R x C accumulators stay in registers over all keys
+/// (one pass over V per R rows, instead of a load/store of o per key). Keys
+/// are added in ascending order with one FMA each, as axpy does.
+template <std::size_t R, std::size_t C>
+inline void pv_tile(const float* p, std::size_t ldp, std::size_t n, const float* v, std::size_t ldv, float* o,
+                    std::size_t ldo) noexcept {
+    using simd::fbatch;
+    constexpr std::size_t W = simd::W;
+    fbatch acc[R][C];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t c = 0; c < C; ++c) acc[r][c] = fbatch(0.f);
+    for (std::size_t j = 0; j < n; ++j) {
+        fbatch x[C];
+        for (std::size_t c = 0; c < C; ++c) x[c] = fbatch::load_unaligned(v + j * ldv + c * W);
+        for (std::size_t r = 0; r < R; ++r) {
+            const fbatch a(p[r * ldp + j]);
+            for (std::size_t c = 0; c < C; ++c) acc[r][c] = xsimd::fma(a, x[c], acc[r][c]);
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t c = 0; c < C; ++c) acc[r][c].store_unaligned(o + r * ldo + c * W);
+}
+
+template <std::size_t R>
+inline void pv_rows(const float* p, std::size_t ldp, std::size_t n, const float* v, std::size_t ldv, float* o,
+                    std::size_t ldo, std::size_t hd) noexcept {
+    constexpr std::size_t W = simd::W, C = 4;
+    std::size_t c0 = 0;
+    for (; c0 + C * W <= hd; c0 += C * W) pv_tile<R, C>(p, ldp, n, v + c0, ldv, o + c0, ldo);
+    for (; c0 + W <= hd; c0 += W) pv_tile<R, 1>(p, ldp, n, v + c0, ldv, o + c0, ldo);
+    if (c0 < hd)
+        for (std::size_t r = 0; r < R; ++r) {
+            float* orow = o + r * ldo;
+            for (std::size_t c = c0; c < hd; ++c) orow[c] = 0.f;
+            for (std::size_t j = 0; j < n; ++j) {
+                const float a = p[r * ldp + j];
+                for (std::size_t c = c0; c < hd; ++c) orow[c] += a * v[j * ldv + c];
+            }
+        }
+}
+
+/// out[m x hd] = P[m x n] . V[n x hd]
+inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, const float* v, std::size_t ldv,
+               float* o, std::size_t ldo, std::size_t hd) noexcept {
+    std::size_t r = 0;
+    for (; r + 4 <= m; r += 4) pv_rows<4>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd);
+    for (; r < m; ++r) pv_rows<1>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd);
+}
 } // namespace detail
 
 /// Attention of p.n_q query rows over p.n_kv key/value rows; `visible(i, j)`
-/// says whether query row i may attend to key row j.
-template <class Visible>
-void attention(const attention_params& p, Visible&& visible, thread_pool* pool = nullptr) {
+/// says whether query row i may attend to key row j, and `range(i0, i1, n_kv)`
+/// gives [lo, hi): a superset of the keys rows i0..i1-1 may see (keys outside it
+/// are never read; a causal mask halves the work of a prefill this way).
+template <class Visible, class Range>
+void attention(const attention_params& p, Visible&& visible, Range&& range, thread_pool* pool = nullptr) {
     if (p.n_q == 0 || p.n_head == 0) return;
     const std::size_t hd = p.head_dim;
     const std::size_t group = p.n_head / p.n_head_kv;
@@ -79,34 +140,43 @@ void attention(const attention_params& p, Visible&& visible, thread_pool* pool =
         const std::size_t h = t % p.n_head, blk = t / p.n_head;
         const std::size_t i0 = blk * qb, i1 = std::min(p.n_q, i0 + qb), m = i1 - i0;
         const std::size_t g = h / group;
-        const float* kh = p.k + g * p.kv_head_stride;
-        const float* vh = p.v + g * p.kv_head_stride;
+        const auto [lo_, hi_] = range(i0, i1, p.n_kv);
+        const std::size_t hi = std::min(hi_, p.n_kv), lo = std::min(lo_, hi), n = hi - lo;
+        float* o0 = p.out + i0 * p.ldo + h * hd;
+        if (n == 0) {
+            for (std::size_t r = 0; r < m; ++r) std::fill(o0 + r * p.ldo, o0 + r * p.ldo + hd, 0.f);
+            return;
+        }
+        const float* kh = p.k + g * p.kv_head_stride + lo * p.ldkv;
+        const float* vh = p.v + g * p.kv_head_stride + lo * p.ldkv;
         auto& buf = detail::attention_scratch();
-        if (buf.size() < m * p.n_kv) buf.resize(m * p.n_kv);
+        if (buf.size() < m * n) buf.resize(m * n);
         float* s = buf.data();
         // scores for the whole block in one GEMM (one GEMV for a single row)
         if (m == 1)
-            gemv(kh, p.ldkv, p.q + i0 * p.ldq + h * hd, s, p.n_kv, hd);
+            gemv(kh, p.ldkv, p.q + i0 * p.ldq + h * hd, s, n, hd);
         else
-            gemm_nt(p.q + i0 * p.ldq + h * hd, p.ldq, kh, p.ldkv, s, p.n_kv, m, p.n_kv, hd);
+            gemm_nt(p.q + i0 * p.ldq + h * hd, p.ldq, kh, p.ldkv, s, n, m, n, hd);
         for (std::size_t r = 0; r < m; ++r) {
             const std::size_t i = i0 + r;
-            float* row = s + r * p.n_kv;
-            const float* b = p.bias ? p.bias + h * p.bias_head_stride + i * p.ld_bias : nullptr;
-            for (std::size_t j = 0; j < p.n_kv; ++j)
-                row[j] = visible(i, j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
-            softmax(row, p.n_kv);
-            float* o = p.out + i * p.ldo + h * hd;
-            std::fill(o, o + hd, 0.f);
-            for (std::size_t j = 0; j < p.n_kv; ++j)
-                if (row[j] != 0.f) axpy(hd, row[j], vh + j * p.ldkv, o);
+            float* row = s + r * n;
+            const float* b = p.bias ? p.bias + h * p.bias_head_stride + i * p.ld_bias + lo : nullptr;
+            for (std::size_t j = 0; j < n; ++j)
+                row[j] = visible(i, lo + j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
+            softmax(row, n);
         }
+        detail::pv(s, n, m, n, vh, p.ldkv, o0, p.ldo, hd);
     };
     const std::size_t n_tasks = p.n_head * n_blocks;
     if (pool)
         pool->for_each_task(n_tasks, task);
     else
         for (std::size_t t = 0; t < n_tasks; ++t) task(t);
+}
+
+template <class Visible>
+void attention(const attention_params& p, Visible&& visible, thread_pool* pool = nullptr) {
+    attention(p, std::forward<Visible>(visible), all_keys{}, pool);
 }
 
 /// Attention with a mask given only as the additive bias (0 / -inf entries).

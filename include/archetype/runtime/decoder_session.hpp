@@ -284,9 +284,17 @@ private:
             p.ldkv = hd;
             p.kv_head_stride = cache_.head_stride(il);
             p.n_kv = std::size_t(p0 - j0) + m;
+            // keys a block of rows [i0, i1) can see: causal bound p0 + i1 - 1, window lower bound
+            auto keys = [&](std::size_t i0, std::size_t i1, std::size_t n_kv) {
+                std::int64_t lo = 0;
+                if (rule.window && rule.sink == 0)
+                    lo = std::max<std::int64_t>(0, p0 + std::int64_t(i0) - rule.window + 1 - j0);
+                const std::int64_t hi = std::min<std::int64_t>(std::int64_t(n_kv), p0 + std::int64_t(i1) - j0);
+                return std::pair<std::size_t, std::size_t>(std::size_t(std::min(lo, hi)), std::size_t(hi));
+            };
             kernels::attention(p, [&](std::size_t i, std::size_t j) {
                 return rule(p0 + std::int64_t(i), j0 + std::int64_t(j));
-            }, pool_.get());
+            }, keys, pool_.get());
             return;
         }
         const std::size_t cells = cache_.cells(il);
@@ -329,7 +337,11 @@ private:
         p.kv_head_stride = n_kv * hd;
         p.n_kv = n_kv;
         const std::int64_t* cp = cpos_.data();
-        kernels::attention(p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), cp[j]); },
+        // the chunk's own rows after row i1 - 1 are in its future
+        auto keys = [&](std::size_t, std::size_t i1, std::size_t n) {
+            return std::pair<std::size_t, std::size_t>(0, std::min(n, cells + i1));
+        };
+        kernels::attention(p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), cp[j]); }, keys,
                            pool_.get());
         for (std::size_t i = 0; i < m; ++i) {
             const std::size_t c = cache_.ring_cell(p0 + std::int64_t(i));
