@@ -119,7 +119,94 @@ inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, co
                float* o, std::size_t ldo, std::size_t hd) noexcept {
     std::size_t r = 0;
     for (; r + 4 <= m; r += 4) pv_rows<4>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd);
-    for (; r < m; ++r) pv_rows<1>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd);
+    switch (m - r) {
+    case 3: pv_rows<3>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd); break;
+    case 2: pv_rows<2>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd); break;
+    case 1: pv_rows<1>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd); break;
+    default: break;
+    }
+}
+
+/// One query row (decode): the query heads that share a kv head are one block
+/// of rows, so K and V are read once per kv head, and the keys are split into
+/// chunks of decode_chunk (a function of the key count only, so results do not
+/// depend on the thread count) for parallelism; each chunk keeps its row max
+/// and exp-sum and the chunks merge exactly as one softmax would.
+inline constexpr std::size_t decode_chunk = 256;
+
+inline std::vector<float>& decode_scratch() {
+    thread_local std::vector<float> buf;
+    return buf;
+}
+
+template <class Visible>
+void attention_decode(const attention_params& p, Visible& visible, std::pair<std::size_t, std::size_t> keys,
+                      thread_pool* pool) {
+    constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+    const std::size_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
+    const std::size_t hi = std::min(keys.second, p.n_kv), lo = std::min(keys.first, hi), n = hi - lo;
+    if (n == 0) {
+        std::fill(p.out, p.out + p.n_head * hd, 0.f);
+        return;
+    }
+    const std::size_t n_chunks = (n + decode_chunk - 1) / decode_chunk;
+    // per (head, chunk): hd partial outputs, then max and sum
+    const std::size_t part = hd + 2;
+    auto& buf = decode_scratch();
+    if (buf.size() < p.n_head * n_chunks * part) buf.resize(p.n_head * n_chunks * part);
+    float* parts = buf.data();
+    auto task = [&](std::size_t t) {
+        const std::size_t g = t / n_chunks, c = t % n_chunks;
+        const std::size_t j0 = lo + c * decode_chunk, nc = std::min(decode_chunk, hi - j0);
+        const std::size_t h0 = g * group;
+        const float* kh = p.k + g * p.kv_head_stride + j0 * p.ldkv;
+        const float* vh = p.v + g * p.kv_head_stride + j0 * p.ldkv;
+        auto& sbuf = attention_scratch();
+        if (sbuf.size() < group * nc + group * hd) sbuf.resize(group * nc + group * hd);
+        float* s = sbuf.data();
+        float* o = s + group * nc;
+        const float* q = p.q + h0 * hd;
+        if (group == 1)
+            gemv(kh, p.ldkv, q, s, nc, hd);
+        else
+            gemm_nt(q, hd, kh, p.ldkv, s, nc, group, nc, hd);
+        for (std::size_t r = 0; r < group; ++r) {
+            float* row = s + r * nc;
+            const float* b = p.bias ? p.bias + (h0 + r) * p.bias_head_stride + j0 : nullptr;
+            for (std::size_t j = 0; j < nc; ++j)
+                row[j] = visible(std::size_t(0), j0 + j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
+            const softmax_part sp = softmax_unnormalised(row, nc);
+            float* dst = parts + ((h0 + r) * n_chunks + c) * part;
+            dst[hd] = sp.max;
+            dst[hd + 1] = sp.sum;
+        }
+        pv(s, nc, group, nc, vh, p.ldkv, o, hd, hd);
+        for (std::size_t r = 0; r < group; ++r)
+            std::copy(o + r * hd, o + (r + 1) * hd, parts + ((h0 + r) * n_chunks + c) * part);
+    };
+    const std::size_t n_tasks = p.n_head_kv * n_chunks;
+    if (pool)
+        pool->for_each_task(n_tasks, task);
+    else
+        for (std::size_t t = 0; t < n_tasks; ++t) task(t);
+    for (std::size_t h = 0; h < p.n_head; ++h) {
+        const float* ph = parts + h * n_chunks * part;
+        float M = neg_inf;
+        for (std::size_t c = 0; c < n_chunks; ++c) M = std::max(M, ph[c * part + hd]);
+        float* out = p.out + h * hd;
+        std::fill(out, out + hd, 0.f);
+        if (!(M > neg_inf)) continue; // sees no key: zeros
+        float total = 0.f;
+        for (std::size_t c = 0; c < n_chunks; ++c) {
+            const float m = ph[c * part + hd];
+            if (!(m > neg_inf)) continue;
+            const float w = std::exp(m - M);
+            total += w * ph[c * part + hd + 1];
+            axpy(hd, w, ph + c * part, out);
+        }
+        const float inv = 1.f / total;
+        for (std::size_t d = 0; d < hd; ++d) out[d] *= inv;
+    }
 }
 } // namespace detail
 
@@ -136,6 +223,10 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
     const std::size_t n_blocks = (p.n_q + qb - 1) / qb;
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
+    if (p.n_q == 1) {
+        detail::attention_decode(p, visible, range(0, 1, p.n_kv), pool);
+        return;
+    }
     auto task = [&](std::size_t t) {
         const std::size_t h = t % p.n_head, blk = t / p.n_head;
         const std::size_t i0 = blk * qb, i1 = std::min(p.n_q, i0 + qb), m = i1 - i0;

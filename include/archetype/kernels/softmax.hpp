@@ -55,4 +55,39 @@ inline void softmax_scaled(float* x, std::size_t n, float scale) noexcept {
 
 inline void softmax(float* x, std::size_t n) noexcept { softmax_scaled(x, n, 1.f); }
 
+/// The unnormalised half of a softmax, for attention split over key chunks:
+/// x = exp(x - m) in place with m = max(x); returns {m, sum}. A fully masked
+/// row (all -inf) gives zeros and {-inf, 0}. Chunks merge as
+/// softmax = exp(m_c - M) * x_c / sum_c' exp(m_c' - M) * l_c'.
+struct softmax_part { float max, sum; };
+inline softmax_part softmax_unnormalised(float* x, std::size_t n) noexcept {
+    using simd::fbatch;
+    constexpr std::size_t W = simd::W;
+    constexpr float ninf = -std::numeric_limits<float>::infinity();
+    const std::size_t nv = n - n % W;
+    fbatch mv(ninf);
+    for (std::size_t i = 0; i < nv; i += W) mv = xsimd::max(mv, fbatch::load_unaligned(x + i));
+    float m = simd::hmax(mv);
+    for (std::size_t i = nv; i < n; ++i) m = x[i] > m ? x[i] : m;
+    if (!(m > ninf)) {
+        for (std::size_t i = 0; i < n; ++i) x[i] = 0.f;
+        return {ninf, 0.f};
+    }
+    const fbatch negm(-m);
+    fbatch s0(0.f);
+    for (std::size_t i = 0; i < nv; i += W) {
+        const auto e = xsimd::exp(fbatch::load_unaligned(x + i) + negm);
+        e.store_unaligned(x + i);
+        s0 += e;
+    }
+    float tail = 0.f;
+    if (nv != n) {
+        alignas(64) float t[W];
+        for (std::size_t k = 0; k < W; ++k) t[k] = nv + k < n ? x[nv + k] : ninf;
+        xsimd::exp(fbatch::load_aligned(t) + negm).store_aligned(t);
+        for (std::size_t k = nv; k < n; ++k) { x[k] = t[k - nv]; tail += t[k - nv]; }
+    }
+    return {m, xsimd::hadd(s0) + tail};
+}
+
 } // namespace archetype::kernels
