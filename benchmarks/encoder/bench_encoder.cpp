@@ -3,10 +3,14 @@
 // GGUF (F32 and F16 matrices): 32 sequences x 128 tokens in one packed batch,
 // 2 threads; prints sequences/s. Random weights cost the same as trained ones.
 //
-// Optional peer: when LLAMA_EMBEDDING names llama.cpp's `llama-embedding`, it is
-// run on the same file for a ratio (its prompt is text, so it is given 32 lines
-// of the same number of tokens: each line is "a" * 126, which the no_vocab file
-// cannot tokenise; hence only the path is reported when it fails).
+// Optional peer: when LLAMA_EMBD_BENCH names the libllama harness `embd_bench`
+// (/work/peers/README.txt: it feeds raw ids, the same std::mt19937(7) ids as
+// here, and tries 1, 8 and 32 sequences per llama_decode), it is run on the
+// same GGUF file and its best rate and the ratio are printed, by wall clock and
+// by CPU time (set LD_LIBRARY_PATH / OMP_WAIT_POLICY for it in the environment).
+// The F16 file keeps token_types and position_embd in F32, as llama.cpp's
+// converter does: its CPU backend cannot add an F16 table to F32 activations.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -61,8 +65,8 @@ void write_model(const std::string& path, ggml_type wt) {
         w.add_tensor(name, ggml_type::F32, {n}, rnd(ggml_type::F32, n, 1, 0.05f, offset));
     };
     mat("token_embd.weight", E, V);
-    mat("token_types.weight", E, 2);
-    mat("position_embd.weight", E, P);
+    w.add_tensor("token_types.weight", ggml_type::F32, {E, 2}, rnd(ggml_type::F32, E, 2, 0.05f, 0.f));
+    w.add_tensor("position_embd.weight", ggml_type::F32, {E, P}, rnd(ggml_type::F32, E, P, 0.05f, 0.f));
     vec("token_embd_norm.weight", E, 1.f);
     vec("token_embd_norm.bias", E, 0.f);
     for (std::size_t il = 0; il < L; ++il) {
@@ -112,6 +116,28 @@ result bench(const std::string& path, std::size_t n_seq, std::size_t n_tok, std:
     const double cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
     return {double(n_seq) * runs / secs, double(n_seq) * runs / (cpu / double(threads))};
 }
+/// The peer harness on the same file: its best sequences/s over the batch sizes
+/// it tries (wall, CPU); {0, 0} when it fails.
+result run_peer(const char* exe, const std::string& path, std::size_t threads) {
+    const std::string cmd = std::string(exe) + " -m " + path + " -t " + std::to_string(threads) + " -b 1,8 2>/dev/null";
+    result best{0, 0};
+    if (FILE* f = ::popen(cmd.c_str(), "r")) {
+        char line[512];
+        while (std::fgets(line, sizeof line, f)) {
+            unsigned b = 0;
+            double wall = 0, cpu = 0;
+            // "  per_decode   1:     35.30 seq/s wall,     36.10 seq/s per cpu-second x threads ..."
+            if (std::sscanf(line, " per_decode %u: %lf seq/s wall, %lf", &b, &wall, &cpu) == 3) {
+                std::printf("    llama.cpp %u sequence(s) per decode: %8.2f sequences/s (wall) %8.2f (CPU time)\n", b,
+                            wall, cpu);
+                best.wall_sps = std::max(best.wall_sps, wall);
+                best.cpu_sps = std::max(best.cpu_sps, cpu);
+            }
+        }
+        ::pclose(f);
+    }
+    return best;
+}
 } // namespace
 
 int main() {
@@ -125,9 +151,16 @@ int main() {
         const result r = bench(path, n_seq, n_tok, threads);
         std::printf("  %-4s weights: %8.2f sequences/s (wall)   %8.2f sequences/s per %zu busy cores (CPU time)\n",
                     std::string(type_name(t)).c_str(), r.wall_sps, r.cpu_sps, threads);
-        if (const char* peer = std::getenv("LLAMA_EMBEDDING"))
-            std::printf("  (LLAMA_EMBEDDING=%s: the random model has no vocabulary, so llama-embedding cannot "
-                        "tokenise a prompt; compare with a libllama harness fed ids, see docs/encoder.md)\n", peer);
+        if (const char* peer = std::getenv("LLAMA_EMBD_BENCH")) {
+            const result p = run_peer(peer, path, threads);
+            if (p.wall_sps > 0)
+                std::printf("  %-4s llama.cpp best: %8.2f sequences/s (wall)   %8.2f (CPU time);  ratio %.2fx wall, "
+                            "%.2fx CPU time\n",
+                            std::string(type_name(t)).c_str(), p.wall_sps, p.cpu_sps, r.wall_sps / p.wall_sps,
+                            r.cpu_sps / p.cpu_sps);
+            else
+                std::printf("  (LLAMA_EMBD_BENCH=%s did not report a rate on %s)\n", peer, path.c_str());
+        }
         std::remove(path.c_str());
     }
     return 0;

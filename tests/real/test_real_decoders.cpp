@@ -178,12 +178,16 @@ BOOST_AUTO_TEST_CASE(smollm2_prompt_ids) { check_tokens("smollm2.json", smollm2_
 BOOST_AUTO_TEST_CASE(gemma3_prompt_ids) { check_tokens("gemma3.json", gemma3_file); }
 
 // The criteria (Pearson >= 0.999, equal top-5 at every stored position,
-// 16 greedy tokens equal) do not hold yet, and are disabled: llama.cpp
-// quantises activations to 8 bits with its own block scheme (Q8_1 with fp16
-// scales for Q4_1, Q8_K blocks of 256 for the K-quants), ours is int8 in
-// blocks of 32 with float scales; each is an independent rounding of the exact
-// product, and llama.cpp itself is only at Pearson 0.9964 from an exact-float
-// evaluation of Gemma's chat prompt (position 1). They run on every CI as the
+// 16 greedy tokens equal) do not hold yet, and are disabled. Our quantised
+// matmul now rounds activations exactly as llama.cpp does (Q8_0 / Q8_1 / Q8_K,
+// docs/weights.md "Numerics") and reproduces each of its matmul outputs to
+// float rounding (NMSE ~1e-13), but not bit for bit (ggml sums in 8 fp32 lanes);
+// through 18-30 layers of int8 activation rounding such 1e-7 differences flip
+// quants and grow to logit differences of ~0.1-1 (a 1-ulp change of the
+// embeddings alone moves SmolLM2's top-5 agreement between 33 and 37 of 41),
+// while the fixtures have top-5/top-6 gaps down to 0.005 and greedy margins
+// down to 0.008. Gemma's GEGLU in llama.cpp also reads gelu from an fp16
+// table (ggml-cpu vec.h GGML_GELU_FP16); ours is exact. They run on every CI as the
 // expected failure 'test_real_decoders_vs_llama_cpp' (tests/real/meson.build:
 // --run_test=smollm2_matches_llama_cpp,gemma3_matches_llama_cpp), so meson
 // reports an unexpected pass the day they hold (docs/real-models.md has the numbers).

@@ -16,7 +16,9 @@
 // Work is split by output rows, so results do not depend on the thread count.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/error.hpp"
@@ -44,14 +46,20 @@ struct weight_view {
     }
 };
 
-inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
-                   float* y, std::size_t ldy, thread_pool* pool = nullptr) {
+namespace detail {
+inline void check_matmul_weight(const weight_view& W) {
     if (!quant::is_supported(W.type))
         throw argument_error("matmul: weight type " + std::string(type_name(W.type)) + " is not supported");
     const std::size_t bs = traits_of(W.type).block_size;
     if (W.cols % bs != 0)
         throw argument_error("matmul: " + std::to_string(W.cols) + " columns is not a multiple of the " +
                              std::string(type_name(W.type)) + " block size " + std::to_string(bs));
+}
+} // namespace detail
+
+inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
+                   float* y, std::size_t ldy, thread_pool* pool = nullptr) {
+    detail::check_matmul_weight(W);
     if (W.rows == 0 || n_tok == 0) return;
     switch (W.type) {
     case ggml_type::F32: {
@@ -80,6 +88,52 @@ inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::s
         break;
     }
     quant::generic::matmul(W.type, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
+}
+
+/// One product of matmul_batch: y = x * W^T with x [n_tok x W.cols] (leading
+/// dim ldx) and y [n_tok x W.rows] (leading dim ldy).
+struct matmul_task {
+    const weight_view* W;
+    const float* x;
+    std::size_t ldx;
+    float* y;
+    std::size_t ldy;
+};
+
+/// Independent products over the same n_tok rows. One token with every weight
+/// F16 (or every weight F32) runs them all in one dispatch (detail::gemv_many):
+/// a decode step has several small projections of one input size (RWKV's
+/// r/k/v/g), and each separate dispatch pays a fork-join and a cold start of
+/// the weight stream. Otherwise, one matmul per task. Either way each output
+/// is bitwise what matmul gives.
+inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, thread_pool* pool = nullptr) {
+    bool fuse = n_tok == 1 && !tasks.empty();
+    for (const auto& t : tasks) {
+        detail::check_matmul_weight(*t.W);
+        fuse = fuse && t.W->type == tasks[0].W->type && (t.W->type == ggml_type::F16 || t.W->type == ggml_type::F32);
+    }
+    if (!fuse) {
+        for (const auto& t : tasks) matmul(*t.W, t.x, t.ldx, n_tok, t.y, t.ldy, pool);
+        return;
+    }
+    auto run = [&](auto tag) {
+        using TB = decltype(tag);
+        constexpr std::size_t max_inline = 8;
+        detail::gemv_job<TB> inline_jobs[max_inline];
+        std::vector<detail::gemv_job<TB>> heap_jobs;
+        detail::gemv_job<TB>* jobs = inline_jobs;
+        if (tasks.size() > max_inline) {
+            heap_jobs.resize(tasks.size());
+            jobs = heap_jobs.data();
+        }
+        std::size_t n = 0;
+        for (const auto& t : tasks)
+            if (t.W->rows != 0)
+                jobs[n++] = {static_cast<const TB*>(t.W->data), t.W->cols, t.W->rows, t.W->cols, t.x, t.y};
+        detail::gemv_many<TB>(jobs, n, pool);
+    };
+    if (tasks[0].W->type == ggml_type::F16) run(std::uint16_t{});
+    else run(float{});
 }
 
 } // namespace archetype::kernels

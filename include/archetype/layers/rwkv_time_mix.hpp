@@ -67,9 +67,11 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
         float* m = ws.mix.data();
         kernels::matmul(L.maa_w1, xxx, C, n, m, 5 * DM, pool);
         kernels::tanh(m, n * 5 * DM);
+        kernels::matmul_task w2[5];
+        for (std::size_t mc = 0; mc < 5; ++mc) w2[mc] = {&L.maa_w2[mc], m + mc * DM, 5 * DM, xs[mc], C};
+        kernels::matmul_batch(w2, n, pool); // xc = m_c W2_c
         for (std::size_t mc = 0; mc < 5; ++mc) {
             float* xc = xs[mc];
-            kernels::matmul(L.maa_w2[mc], m + mc * DM, 5 * DM, n, xc, C, pool); // xc = m_c W2_c
             const float* maa = L.maa[mc];
             for (std::size_t i = 0; i < n; ++i)
                 for (std::size_t c = 0; c < C; ++c)
@@ -85,10 +87,10 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
     }
 
     float *r = ws.r.data(), *k = ws.k.data(), *v = ws.v.data(), *g = ws.g.data();
-    kernels::matmul(L.wr, xs[mix_r], C, n, r, C, pool);
-    kernels::matmul(L.wk, xs[mix_k], C, n, k, C, pool);
-    kernels::matmul(L.wv, xs[mix_v], C, n, v, C, pool);
-    kernels::matmul(L.wg, xs[mix_g], C, n, g, C, pool);
+    // one dispatch for the four C x C projections when decoding (see matmul_batch)
+    const kernels::matmul_task rkvg[4] = {{&L.wr, xs[mix_r], C, r, C}, {&L.wk, xs[mix_k], C, k, C},
+                                          {&L.wv, xs[mix_v], C, v, C}, {&L.wg, xs[mix_g], C, g, C}};
+    kernels::matmul_batch(rkvg, n, pool);
     kernels::silu(g, n * C);
 
     const float* w = L.decay;

@@ -14,11 +14,14 @@
 // tensors described in GGUF terms (ne order, ggml type) under GGUF names, and
 // an owner keeping their memory mapped (io/arch/bert_safetensors.hpp reads
 // sentence-transformers directories this way); the same checks apply.
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "archetype/core/dtype.hpp"
@@ -41,6 +44,13 @@ struct encoder_layer_weights {
     const float *norm1_w = nullptr, *norm1_b = nullptr; // after attention (post) / before it (pre)
     const float *norm2_w = nullptr, *norm2_b = nullptr; // after the FFN (post) / before it (pre)
     layers::ffn_weights ffn{};
+    /// Wq, Wk, Wv stacked as one [(Hq + 2 Hkv) rows x n_embd] matrix, so the
+    /// three projections are one GEMM (A packed once, one wider N); a view into
+    /// the file when the three are stored back to back, else a copy. Empty
+    /// (data null) when their types differ. bqkv: the three biases stacked
+    /// (zeros for a missing one), null when none has a bias.
+    kernels::weight_view wqkv{};
+    const float* bqkv = nullptr;
 };
 
 template <class Enc>
@@ -99,6 +109,7 @@ private:
     std::map<std::string, gguf::tensor_info> ext_tensors_; // when not GGUF
     std::shared_ptr<const void> ext_owner_;
     std::vector<std::unique_ptr<float[]>> owned_; // 1-D tensors converted to F32
+    std::vector<std::unique_ptr<std::byte[]>> owned_bytes_; // stacked QKV copies
     std::size_t max_seq_ = 0, window_ = 0;
 
     static std::string dims(std::initializer_list<std::size_t> d) {
@@ -158,6 +169,35 @@ private:
     }
     const float* vec_opt(const std::string& name, std::size_t n) {
         return find_tensor(name) ? vec(name, n) : nullptr;
+    }
+    /// Stacks Wq, Wk, Wv (and their biases) of one layer; see encoder_layer_weights.
+    void stack_qkv(encoder_layer_weights& L) {
+        if (L.wq.type != L.wk.type || L.wq.type != L.wv.type || L.wq.cols != L.wk.cols || L.wq.cols != L.wv.cols)
+            return;
+        const std::size_t rb = L.wq.row_bytes();
+        const std::size_t nq = L.wq.rows * rb, nk = L.wk.rows * rb, nv = L.wv.rows * rb;
+        const auto* q = static_cast<const std::byte*>(L.wq.data);
+        L.wqkv = L.wq;
+        L.wqkv.rows = L.wq.rows + L.wk.rows + L.wv.rows;
+        if (static_cast<const std::byte*>(L.wk.data) != q + nq || static_cast<const std::byte*>(L.wv.data) != q + nq + nk) {
+            auto buf = std::make_unique<std::byte[]>(nq + nk + nv);
+            std::memcpy(buf.get(), L.wq.data, nq);
+            std::memcpy(buf.get() + nq, L.wk.data, nk);
+            std::memcpy(buf.get() + nq + nk, L.wv.data, nv);
+            L.wqkv.data = buf.get();
+            owned_bytes_.push_back(std::move(buf));
+        }
+        if (L.bq || L.bk || L.bv) {
+            auto b = std::make_unique<float[]>(L.wqkv.rows);
+            float* d = b.get();
+            for (auto [src, n] : {std::pair{L.bq, L.wq.rows}, std::pair{L.bk, L.wk.rows}, std::pair{L.bv, L.wv.rows}}) {
+                if (src) std::copy(src, src + n, d);
+                else std::fill(d, d + n, 0.f);
+                d += n;
+            }
+            L.bqkv = b.get();
+            owned_.push_back(std::move(b));
+        }
     }
     /// Embedding tables are read row by row, so only types with a scalar row decode work.
     static void check_table(const std::string& name, const kernels::weight_view& w) {
@@ -227,6 +267,7 @@ private:
             L.bk = vec_opt(p + "attn_k.bias", Hkv * D);
             L.bv = vec_opt(p + "attn_v.bias", Hkv * D);
             L.bo = vec_opt(p + "attn_output.bias", E);
+            stack_qkv(L);
             const std::string n1 = post ? "attn_output_norm" : "attn_norm";
             const std::string n2 = post ? "layer_output_norm" : "ffn_norm";
             L.norm1_w = vec(p + n1 + ".weight", E);

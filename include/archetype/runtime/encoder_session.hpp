@@ -24,8 +24,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "archetype/core/error.hpp"
@@ -33,6 +36,8 @@
 #include "archetype/kernels/activation.hpp"
 #include "archetype/kernels/attention.hpp"
 #include "archetype/kernels/convert.hpp"
+#include "archetype/kernels/encoder_attention.hpp"
+#include "archetype/kernels/encoder_gemm.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/norm.hpp"
 #include "archetype/kernels/pooling.hpp"
@@ -41,12 +46,20 @@
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/runtime/encoder_mask.hpp"
 
+#ifndef ARCHETYPE_ENCODER_CHUNK_TOKENS
+#define ARCHETYPE_ENCODER_CHUNK_TOKENS 256
+#endif
+
 namespace archetype {
 
 struct encoder_options {
     std::size_t n_threads = 1;
     /// Tokens per forward pass (a longer single sequence still runs whole).
     std::size_t max_batch_tokens = 8192;
+    /// Pack the F32/F16/BF16 layer matrices once into the GEMM's panel layout
+    /// (kernels/encoder_gemm.hpp): faster, but the packed copies are F32, so
+    /// they take the layers' size again (twice for F16 files).
+    bool prepack_weights = true;
 };
 
 using token_span = std::span<const std::int32_t>;
@@ -59,6 +72,17 @@ public:
     encoder_session(const model_type& model, encoder_options opts = {})
         : m_(&model), opts_(opts), pool_(std::make_unique<thread_pool>(std::max<std::size_t>(1, opts.n_threads))) {
         if (opts_.max_batch_tokens == 0) throw argument_error("encoder_options.max_batch_tokens must be at least 1");
+        if (opts_.prepack_weights) {
+            packed_.resize(m_->layers.size());
+            for (std::size_t i = 0; i < packed_.size(); ++i) {
+                const auto& L = m_->layers[i];
+                auto& P = packed_[i];
+                if (L.wqkv.data) P.qkv = kernels::prepacked_weights(L.wqkv);
+                P.o = kernels::prepacked_weights(L.wo);
+                P.up = kernels::prepacked_weights(L.ffn.up);
+                P.down = kernels::prepacked_weights(L.ffn.down);
+            }
+        }
     }
 
     const model_type& model() const noexcept { return *m_; }
@@ -117,7 +141,7 @@ public:
             while (s1 < seqs.size() && (lay.n_tokens() == 0 || lay.n_tokens() + seqs[s1].size() <= opts_.max_batch_tokens))
                 lay.add(seqs[s1++].size());
             forward(seqs.subspan(s0, s1 - s0), lay);
-            const float* h = ws_.x.data();
+            const float* h = x_.data();
             for (std::size_t s = 0; s < lay.n_sequences(); ++s) {
                 const float* rows = h + lay.offsets[s] * E;
                 const std::size_t n = lay.length(s);
@@ -145,18 +169,35 @@ public:
     void hidden(std::span<const token_span> seqs, std::span<float> out) { embed(seqs, out, pooling_type::none, -1); }
 
 private:
+    /// Buffers of one worker running a layer over a set of rows.
     struct workspace {
-        std::vector<float> x, q, k, v, a, o, h;
-        std::vector<float> rope_cs; // cos/sin per position, [max pos x n_rot]
-        std::vector<float> cls_tmp;
+        std::vector<float> qkv, a, o, h, f;
         layers::ffn_workspace ffn;
         static void grow(std::vector<float>& b, std::size_t n) { if (b.size() < n) b.resize(n); }
     };
 
+    /// A layer's matrices packed once (empty when not packable or not asked for).
+    struct packed_layer {
+        kernels::prepacked_weights qkv, o, up, down;
+    };
+    static inline const packed_layer no_packed{};
+
     const model_type* m_;
     encoder_options opts_;
+    std::vector<packed_layer> packed_;
     std::unique_ptr<thread_pool> pool_;
-    workspace ws_;
+    std::vector<float> x_;       // hidden states of the current pass [tokens x n_embd]
+    std::vector<float> rope_cs_; // cos/sin per position, [max pos x n_rot]
+    std::vector<float> cls_tmp_;
+    // One workspace per task running at once; taken and given back under the mutex.
+    std::vector<std::unique_ptr<workspace>> spare_;
+    std::unique_ptr<std::mutex> spare_mutex_ = std::make_unique<std::mutex>(); // (keeps the session movable)
+
+    /// Tokens a chunk of whole sequences aims at when each worker runs whole
+    /// chunks through every layer: enough rows for the packed GEMM engine, few
+    /// enough that the chunk's activations (~ 8 KB per token at 384 wide) stay
+    /// in L2 between the GEMMs, attention and norms of a layer.
+    static constexpr std::size_t chunk_tokens = ARCHETYPE_ENCODER_CHUNK_TOKENS;
 
     std::size_t width(pooling_type p) const {
         return p == pooling_type::rank ? m_->n_rank_outputs() : m_->n_embd();
@@ -178,6 +219,20 @@ private:
         }
     }
 
+    /// y = x W^T through the packed copy when there is one.
+    static void linear(const kernels::weight_view& w, const kernels::prepacked_weights& pw, const float* x,
+                       std::size_t ldx, std::size_t T, float* y, std::size_t ldy, thread_pool* pool) {
+        if (!pw.empty()) kernels::gemm_prepacked(x, ldx, pw, y, ldy, T, pool);
+        else kernels::matmul(w, x, ldx, T, y, ldy, pool);
+    }
+
+    /// f(begin, end) over [0, n): split over the pool, or inline when pool is null.
+    template <class F>
+    static void rows(thread_pool* pool, std::size_t n, F&& f) {
+        if (pool) pool->parallel_for(n, f);
+        else if (n) f(std::size_t{0}, n);
+    }
+
     /// y += row r of an embedding table (F32, F16 or BF16).
     static void add_row(const kernels::weight_view& t, std::size_t r, float* y, float* tmp) {
         const std::size_t n = t.cols;
@@ -193,65 +248,75 @@ private:
         for (std::size_t i = 0; i < n; ++i) y[i] += src[i];
     }
 
-    void norm_rows(float* x, std::size_t n_rows, const float* w, const float* b) {
+    /// Normalises one row in place (the model's norm; RMSNorm adds its optional bias).
+    void norm_row(float* row, const float* w, const float* b) const {
         const std::size_t E = m_->n_embd();
-        pool_->parallel_for(n_rows, [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t r = r0; r < r1; ++r) {
-                float* row = x + r * E;
-                if constexpr (std::is_same_v<typename Enc::norm, RMSNorm>) {
-                    kernels::rms_norm(row, w, row, E, m_->hp.rms_eps);
-                    if (b) for (std::size_t i = 0; i < E; ++i) row[i] += b[i];
-                } else {
-                    kernels::layer_norm(row, w, b, row, E, m_->hp.norm_eps);
-                }
-            }
+        if constexpr (std::is_same_v<typename Enc::norm, RMSNorm>) {
+            kernels::rms_norm(row, w, row, E, m_->hp.rms_eps);
+            if (b) for (std::size_t i = 0; i < E; ++i) row[i] += b[i];
+        } else {
+            kernels::layer_norm(row, w, b, row, E, m_->hp.norm_eps);
+        }
+    }
+    void norm_rows(float* x, std::size_t n_rows, const float* w, const float* b, thread_pool* pool) {
+        const std::size_t E = m_->n_embd();
+        rows(pool, n_rows, [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) norm_row(x + r * E, w, b);
         });
     }
-    /// y[r] = x[r] + b (b may be null) over n_rows rows of n.
-    void add_bias(float* y, std::size_t n_rows, std::size_t n, const float* b) {
+    /// y[r] += b over n_rows rows of n (leading dimension ld); b may be null.
+    static void add_bias(float* y, std::size_t n_rows, std::size_t n, std::size_t ld, const float* b, thread_pool* pool) {
         if (!b) return;
-        pool_->parallel_for(n_rows, [&](std::size_t r0, std::size_t r1) {
+        rows(pool, n_rows, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r)
-                for (std::size_t i = 0; i < n; ++i) y[r * n + i] += b[i];
+                for (std::size_t i = 0; i < n; ++i) y[r * ld + i] += b[i];
         });
     }
-    void add_into(float* x, const float* y, std::size_t n) {
-        pool_->parallel_for(n, [&](std::size_t i0, std::size_t i1) {
-            for (std::size_t i = i0; i < i1; ++i) x[i] += y[i];
+    /// The residual step, one pass per row while it is in L1:
+    /// x[r] += y[r] + b (b may be null), then x[r] = norm(x[r]) when nw is given.
+    void residual(float* x, const float* y, const float* b, std::size_t n_rows, const float* nw, const float* nb,
+                  bool do_norm, thread_pool* pool) {
+        const std::size_t E = m_->n_embd();
+        rows(pool, n_rows, [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                float* xr = x + r * E;
+                const float* yr = y + r * E;
+                if (b) for (std::size_t i = 0; i < E; ++i) xr[i] += yr[i] + b[i];
+                else for (std::size_t i = 0; i < E; ++i) xr[i] += yr[i];
+                if (do_norm) norm_row(xr, nw, nb);
+            }
         });
     }
 
-    void embed_tokens(std::span<const token_span> seqs, const packed_layout& lay) {
+    /// Token + type + position embeddings of batch rows [t0, t1) (then embedding norm).
+    void embed_rows(std::span<const token_span> seqs, const packed_layout& lay, std::size_t t0, std::size_t t1,
+                    float* tmp) {
         const auto& M = *m_;
         const std::size_t E = M.n_embd();
-        float* x = ws_.x.data();
-        pool_->parallel_for(lay.n_tokens(), [&](std::size_t t0, std::size_t t1) {
-            std::vector<float> tmp(E);
-            for (std::size_t t = t0; t < t1; ++t) {
-                const std::size_t s = lay.sequence_of(t), p = t - lay.offsets[s];
-                float* y = x + t * E;
-                std::fill(y, y + E, 0.f);
-                add_row(M.tok_embd, std::size_t(seqs[s][p]), y, tmp.data());
-                if (M.has_token_types) add_row(M.type_embd, 0, y, tmp.data()); // token type 0, as llama.cpp
-                if (M.has_positions) add_row(M.pos_embd, p, y, tmp.data());
-                if constexpr (std::is_same_v<typename Enc::position, Sinusoidal>) {
-                    // Vaswani et al.: PE(p, 2i) = sin(p / 10000^(2i/E)), PE(p, 2i+1) = cos(same)
-                    for (std::size_t i = 0; 2 * i < E; ++i) {
-                        const double ang = double(p) / std::pow(10000.0, double(2 * i) / double(E));
-                        y[2 * i] += float(std::sin(ang));
-                        if (2 * i + 1 < E) y[2 * i + 1] += float(std::cos(ang));
-                    }
+        for (std::size_t t = t0; t < t1; ++t) {
+            const std::size_t s = lay.sequence_of(t), p = t - lay.offsets[s];
+            float* y = x_.data() + t * E;
+            std::fill(y, y + E, 0.f);
+            add_row(M.tok_embd, std::size_t(seqs[s][p]), y, tmp);
+            if (M.has_token_types) add_row(M.type_embd, 0, y, tmp); // token type 0, as llama.cpp
+            if (M.has_positions) add_row(M.pos_embd, p, y, tmp);
+            if constexpr (std::is_same_v<typename Enc::position, Sinusoidal>) {
+                // Vaswani et al.: PE(p, 2i) = sin(p / 10000^(2i/E)), PE(p, 2i+1) = cos(same)
+                for (std::size_t i = 0; 2 * i < E; ++i) {
+                    const double ang = double(p) / std::pow(10000.0, double(2 * i) / double(E));
+                    y[2 * i] += float(std::sin(ang));
+                    if (2 * i + 1 < E) y[2 * i + 1] += float(std::cos(ang));
                 }
             }
-        });
-        if (M.embd_norm_w) norm_rows(x, lay.n_tokens(), M.embd_norm_w, M.embd_norm_b);
+            if (M.embd_norm_w) norm_row(y, M.embd_norm_w, M.embd_norm_b);
+        }
     }
 
     /// cos/sin of ggml's rope angles for positions 0..n-1 (theta_i = p * base^(-2i/n_rot)).
     void prepare_rope(std::size_t n_pos) {
         const std::size_t half = m_->hp.n_rot / 2;
-        if (ws_.rope_cs.size() >= n_pos * 2 * half) return;
-        ws_.rope_cs.assign(n_pos * 2 * half, 0.f);
+        if (rope_cs_.size() >= n_pos * 2 * half) return;
+        rope_cs_.assign(n_pos * 2 * half, 0.f);
         using position = typename Enc::position;
         float base = m_->hp.rope_freq_base;
         if constexpr (requires { position::base; })
@@ -259,7 +324,7 @@ private:
         const float theta_scale = std::pow(base, -2.0f / float(m_->hp.n_rot));
         for (std::size_t p = 0; p < n_pos; ++p) {
             float theta = float(p);
-            float* c = ws_.rope_cs.data() + p * 2 * half;
+            float* c = rope_cs_.data() + p * 2 * half;
             for (std::size_t i = 0; i < half; ++i) {
                 c[i] = std::cos(theta);
                 c[half + i] = std::sin(theta);
@@ -267,114 +332,239 @@ private:
             }
         }
     }
-    void apply_rope(float* x, std::size_t ld, std::size_t n_heads, const packed_layout& lay) {
+    void apply_rope(float* x, std::size_t ld, std::size_t n_heads, const packed_layout& lay, thread_pool* pool) {
         using position = typename Enc::position;
         // bert-family encoders with rotary positions (nomic-bert, jina) use the NeoX pairing
         kernels::rope_pairing pairing = kernels::rope_pairing::neox;
         if constexpr (requires { position::pairing; })
             if (position::pairing == rope_pairing_policy::adjacent) pairing = kernels::rope_pairing::adjacent;
         const std::size_t half = m_->hp.n_rot / 2, D = m_->hp.head_dim;
-        pool_->parallel_for(lay.n_tokens(), [&](std::size_t t0, std::size_t t1) {
+        rows(pool, lay.n_tokens(), [&](std::size_t t0, std::size_t t1) {
             for (std::size_t t = t0; t < t1; ++t) {
                 const std::size_t p = t - lay.offsets[lay.sequence_of(t)];
-                const float* c = ws_.rope_cs.data() + p * 2 * half;
+                const float* c = rope_cs_.data() + p * 2 * half;
                 kernels::rope(x + t * ld, n_heads, D, m_->hp.n_rot, c, c + half, pairing);
             }
         });
     }
 
-    void attention(const packed_layout& lay) {
+    /// Attention of every sequence of lay over its own block: q/k/v rows at
+    /// stride ld (heads side by side), output rows [tokens x Hq] in a.
+    void attention(const packed_layout& lay, const float* q, const float* k, const float* v, std::size_t ld,
+                   float* a, thread_pool* pool) {
         const auto& hp = m_->hp;
-        const std::size_t Hq = hp.n_head * hp.head_dim, Hkv = hp.n_head_kv * hp.head_dim;
-        auto one = [&](std::size_t s, thread_pool* pool) {
+        const std::size_t Hq = hp.n_head * hp.head_dim;
+        using mask = typename Enc::mask;
+        auto params = [&](std::size_t s) {
             const std::size_t off = lay.offsets[s], n = lay.length(s);
             kernels::attention_params p;
             p.n_head = hp.n_head;
             p.n_head_kv = hp.n_head_kv;
             p.head_dim = hp.head_dim;
             p.scale = 1.f / std::sqrt(float(hp.head_dim));
-            p.q = ws_.q.data() + off * Hq;
-            p.ldq = Hq;
+            p.q = q + off * ld;
+            p.ldq = ld;
             p.n_q = n;
-            p.k = ws_.k.data() + off * Hkv;
-            p.v = ws_.v.data() + off * Hkv;
-            p.ldkv = Hkv;
+            p.k = k + off * ld;
+            p.v = v + off * ld;
+            p.ldkv = ld;
             p.kv_head_stride = hp.head_dim;
             p.n_kv = n;
-            p.out = ws_.a.data() + off * Hq;
+            p.out = a + off * Hq;
             p.ldo = Hq;
-            using mask = typename Enc::mask;
+            return p;
+        };
+        // A sequence whose mask shows it every key (always for Bidirectional; for a
+        // window covering the sequence) takes the dense kernel, one head at a time.
+        const bool dense_kernel = kernels::dense_attention_supported(hp.head_dim);
+        auto dense = [&](std::size_t s) {
+            if (!dense_kernel) return false;
             if constexpr (mask::windowed) {
+                const auto w = std::int64_t(m_->window());
+                const auto last = pos_t(lay.length(s) - 1);
+                return mask::visible(pos_t(0), last, w) && mask::visible(last, pos_t(0), w);
+            }
+            return true;
+        };
+        bool all_dense = true;
+        for (std::size_t s = 0; s < lay.n_sequences() && all_dense; ++s) all_dense = dense(s);
+        if (all_dense) {
+            // One task per (sequence, head).
+            const std::size_t H = hp.n_head, n_tasks = lay.n_sequences() * H;
+            auto task = [&](std::size_t t) { kernels::dense_attention_head(params(t / H), t % H); };
+            if (pool) pool->for_each_task(n_tasks, task);
+            else for (std::size_t t = 0; t < n_tasks; ++t) task(t);
+            return;
+        }
+        auto one = [&](std::size_t s, thread_pool* inner) {
+            const auto p = params(s);
+            if (dense(s)) {
+                auto head = [&](std::size_t h) { kernels::dense_attention_head(p, h); };
+                if (inner) inner->for_each_task(hp.n_head, head);
+                else for (std::size_t h = 0; h < hp.n_head; ++h) head(h);
+            } else if constexpr (mask::windowed) {
                 const auto w = std::int64_t(m_->window());
                 kernels::attention(p, [w](std::size_t i, std::size_t j) {
                     return mask::visible(pos_t(i), pos_t(j), w);
-                }, pool);
+                }, inner);
             } else {
-                kernels::attention(p, kernels::all_visible{}, pool);
+                kernels::attention(p, kernels::all_visible{}, inner);
             }
         };
         // Many sequences: one task per sequence. Few: each sequence uses all threads.
-        if (lay.n_sequences() >= 2 * pool_->size())
-            pool_->for_each_task(lay.n_sequences(), [&](std::size_t s) { one(s, nullptr); });
-        else
-            for (std::size_t s = 0; s < lay.n_sequences(); ++s) one(s, pool_.get());
+        if (!pool) {
+            for (std::size_t s = 0; s < lay.n_sequences(); ++s) one(s, nullptr);
+        } else if (lay.n_sequences() >= 2 * pool->size()) {
+            pool->for_each_task(lay.n_sequences(), [&](std::size_t s) { one(s, nullptr); });
+        } else {
+            for (std::size_t s = 0; s < lay.n_sequences(); ++s) one(s, pool);
+        }
+    }
+
+    /// One encoder block over the rows of lay (x: its hidden states, updated in
+    /// place). pool null: this thread alone (a chunk task); else split over it.
+    void layer(const encoder_layer_weights& L, const packed_layer& P, float* x, const packed_layout& lay, workspace& w,
+               thread_pool* pool) {
+        const auto& hp = m_->hp;
+        const std::size_t T = lay.n_tokens(), E = hp.n_embd;
+        const std::size_t Hq = hp.n_head * hp.head_dim, Hkv = hp.n_head_kv * hp.head_dim;
+        const std::size_t ld = Hq + 2 * Hkv;
+        constexpr bool post = Enc::placement == norm_placement::post;
+        workspace::grow(w.qkv, T * ld);
+        workspace::grow(w.a, T * Hq);
+        workspace::grow(w.o, T * E);
+        const float* in = x;
+        if constexpr (!post) {
+            workspace::grow(w.h, T * E);
+            std::copy(x, x + T * E, w.h.data());
+            norm_rows(w.h.data(), T, L.norm1_w, L.norm1_b, pool);
+            in = w.h.data();
+        }
+        // Q | K | V side by side in one [T x ld] buffer: one GEMM when stacked.
+        float* q = w.qkv.data();
+        float* k = q + Hq;
+        float* v = k + Hkv;
+        if (L.wqkv.data) {
+            linear(L.wqkv, P.qkv, in, E, T, q, ld, pool);
+            add_bias(q, T, ld, ld, L.bqkv, pool);
+        } else {
+            kernels::matmul(L.wq, in, E, T, q, ld, pool);
+            kernels::matmul(L.wk, in, E, T, k, ld, pool);
+            kernels::matmul(L.wv, in, E, T, v, ld, pool);
+            add_bias(q, T, Hq, ld, L.bq, pool);
+            add_bias(k, T, Hkv, ld, L.bk, pool);
+            add_bias(v, T, Hkv, ld, L.bv, pool);
+        }
+        if constexpr (Enc::position::rotary) {
+            apply_rope(q, ld, hp.n_head, lay, pool);
+            apply_rope(k, ld, hp.n_head_kv, lay, pool);
+        }
+        attention(lay, q, k, v, ld, w.a.data(), pool);
+        linear(L.wo, P.o, w.a.data(), Hq, T, w.o.data(), E, pool);
+        residual(x, w.o.data(), L.bo, T, L.norm1_w, L.norm1_b, post, pool);
+        if constexpr (post) {
+            feed_forward(L.ffn, P, x, T, w, pool);
+        } else {
+            std::copy(x, x + T * E, w.h.data());
+            norm_rows(w.h.data(), T, L.norm2_w, L.norm2_b, pool);
+            feed_forward(L.ffn, P, w.h.data(), T, w, pool);
+        }
+        residual(x, w.o.data(), L.ffn.down_bias, T, L.norm2_w, L.norm2_b, post, pool);
+    }
+
+    /// w.o = FFN(in) without the down bias (the residual step adds it). The
+    /// plain GeluMLP adds the up bias and applies GELU row by row while the row
+    /// is in L1; other forms go through layers::feed_forward.
+    void feed_forward(const layers::ffn_weights& f, const packed_layer& P, const float* in, std::size_t T, workspace& w,
+                      thread_pool* pool) {
+        using FFN = typename Enc::ffn;
+        const std::size_t E = m_->n_embd();
+        if constexpr (!FFN::gated && FFN::name == std::string_view("GeluMLP")) {
+            const std::size_t F = f.n_ff();
+            workspace::grow(w.f, T * F);
+            float* a = w.f.data();
+            linear(f.up, P.up, in, E, T, a, F, pool);
+            rows(pool, T, [&](std::size_t r0, std::size_t r1) {
+                for (std::size_t r = r0; r < r1; ++r) {
+                    float* ar = a + r * F;
+                    if (f.up_bias) for (std::size_t i = 0; i < F; ++i) ar[i] += f.up_bias[i];
+                    if constexpr (FFN::form == gelu_form::erf) kernels::gelu_erf(ar, F);
+                    else kernels::gelu_tanh(ar, F);
+                }
+            });
+            linear(f.down, P.down, a, F, T, w.o.data(), E, pool);
+        } else {
+            layers::ffn_weights nob = f;
+            nob.down_bias = nullptr;
+            layers::feed_forward<FFN>(nob, in, E, T, w.o.data(), E, w.ffn, pool);
+        }
+    }
+
+    const packed_layer& packed(std::size_t i) const noexcept { return i < packed_.size() ? packed_[i] : no_packed; }
+
+    std::unique_ptr<workspace> take_workspace() {
+        std::lock_guard lk(*spare_mutex_);
+        if (spare_.empty()) return std::make_unique<workspace>();
+        auto w = std::move(spare_.back());
+        spare_.pop_back();
+        return w;
+    }
+    void give_back(std::unique_ptr<workspace> w) {
+        std::lock_guard lk(*spare_mutex_);
+        spare_.push_back(std::move(w));
+    }
+
+    /// Every layer over rows [t0, t1) of the batch (whole sequences s0..s1-1) by one thread.
+    void run_chunk(std::span<const token_span> seqs, const packed_layout& lay, std::size_t s0, std::size_t s1) {
+        const auto& M = *m_;
+        const std::size_t E = M.n_embd(), t0 = lay.offsets[s0], t1 = lay.offsets[s1];
+        auto w = take_workspace();
+        workspace::grow(w->h, E);
+        embed_rows(seqs, lay, t0, t1, w->h.data());
+        packed_layout sub;
+        for (std::size_t s = s0; s < s1; ++s) sub.add(lay.length(s));
+        float* x = x_.data() + t0 * E;
+        for (std::size_t i = 0; i < M.layers.size(); ++i) layer(M.layers[i], packed(i), x, sub, *w, nullptr);
+        if (M.out_norm_w) norm_rows(x, t1 - t0, M.out_norm_w, M.out_norm_b, nullptr);
+        give_back(std::move(w));
     }
 
     void forward(std::span<const token_span> seqs, const packed_layout& lay) {
         const auto& M = *m_;
-        const auto& hp = M.hp;
-        const std::size_t T = lay.n_tokens(), E = hp.n_embd;
-        const std::size_t Hq = hp.n_head * hp.head_dim, Hkv = hp.n_head_kv * hp.head_dim;
-        workspace::grow(ws_.x, T * E);
-        workspace::grow(ws_.q, T * Hq);
-        workspace::grow(ws_.k, T * Hkv);
-        workspace::grow(ws_.v, T * Hkv);
-        workspace::grow(ws_.a, T * Hq);
-        workspace::grow(ws_.o, T * E);
-        constexpr bool post = Enc::placement == norm_placement::post;
-        if constexpr (!post) workspace::grow(ws_.h, T * E);
-        constexpr bool rotary = Enc::position::rotary;
-        if constexpr (rotary) {
+        const std::size_t T = lay.n_tokens(), E = M.hp.n_embd;
+        if (x_.size() < T * E) x_.resize(T * E);
+        if constexpr (Enc::position::rotary) {
             std::size_t longest = 0;
             for (std::size_t s = 0; s < lay.n_sequences(); ++s) longest = std::max(longest, lay.length(s));
             prepare_rope(longest);
         }
-        thread_pool* pool = pool_.get();
-        float* x = ws_.x.data();
-        embed_tokens(seqs, lay);
-        for (const auto& L : M.layers) {
-            const float* in = x;
-            if constexpr (!post) {
-                std::copy(x, x + T * E, ws_.h.data());
-                norm_rows(ws_.h.data(), T, L.norm1_w, L.norm1_b);
-                in = ws_.h.data();
+        // Sequences never see each other, so whole sequences can run through all
+        // layers independently. Chunks of about chunk_tokens: each thread takes
+        // whole chunks (no barrier per operation, activations stay in its L2).
+        std::vector<std::size_t> bounds{0};
+        for (std::size_t s = 0, tok = 0; s < lay.n_sequences(); ++s) {
+            tok += lay.length(s);
+            if (tok >= chunk_tokens || s + 1 == lay.n_sequences()) {
+                bounds.push_back(s + 1);
+                tok = 0;
             }
-            kernels::matmul(L.wq, in, E, T, ws_.q.data(), Hq, pool);
-            kernels::matmul(L.wk, in, E, T, ws_.k.data(), Hkv, pool);
-            kernels::matmul(L.wv, in, E, T, ws_.v.data(), Hkv, pool);
-            add_bias(ws_.q.data(), T, Hq, L.bq);
-            add_bias(ws_.k.data(), T, Hkv, L.bk);
-            add_bias(ws_.v.data(), T, Hkv, L.bv);
-            if constexpr (rotary) {
-                apply_rope(ws_.q.data(), Hq, hp.n_head, lay);
-                apply_rope(ws_.k.data(), Hkv, hp.n_head_kv, lay);
-            }
-            attention(lay);
-            kernels::matmul(L.wo, ws_.a.data(), Hq, T, ws_.o.data(), E, pool);
-            add_bias(ws_.o.data(), T, E, L.bo);
-            add_into(x, ws_.o.data(), T * E);
-            if constexpr (post) {
-                norm_rows(x, T, L.norm1_w, L.norm1_b);
-                layers::feed_forward<typename Enc::ffn>(L.ffn, x, E, T, ws_.o.data(), E, ws_.ffn, pool);
-            } else {
-                std::copy(x, x + T * E, ws_.h.data());
-                norm_rows(ws_.h.data(), T, L.norm2_w, L.norm2_b);
-                layers::feed_forward<typename Enc::ffn>(L.ffn, ws_.h.data(), E, T, ws_.o.data(), E, ws_.ffn, pool);
-            }
-            add_into(x, ws_.o.data(), T * E);
-            if constexpr (post) norm_rows(x, T, L.norm2_w, L.norm2_b);
         }
-        if (M.out_norm_w) norm_rows(x, T, M.out_norm_w, M.out_norm_b);
+        const std::size_t n_chunks = bounds.size() - 1, threads = pool_->size();
+        if (threads == 1 || n_chunks >= 2 * threads) {
+            pool_->for_each_task(n_chunks, [&](std::size_t c) { run_chunk(seqs, lay, bounds[c], bounds[c + 1]); });
+            return;
+        }
+        // Few sequences: the whole batch at once, each operation split over the threads.
+        thread_pool* pool = pool_.get();
+        auto w = take_workspace();
+        workspace::grow(w->h, E);
+        rows(pool, T, [&](std::size_t t0, std::size_t t1) {
+            std::vector<float> tmp(E);
+            embed_rows(seqs, lay, t0, t1, tmp.data());
+        });
+        for (std::size_t i = 0; i < M.layers.size(); ++i) layer(M.layers[i], packed(i), x_.data(), lay, *w, pool);
+        if (M.out_norm_w) norm_rows(x_.data(), T, M.out_norm_w, M.out_norm_b, pool);
+        give_back(std::move(w));
     }
 
     /// llama.cpp's RANK pooling: first position -> tanh(cls x + b) -> cls.output x + b.
@@ -383,12 +573,12 @@ private:
         const float* h = first_row;
         std::size_t n = M.n_embd();
         if (M.has_cls) {
-            workspace::grow(ws_.cls_tmp, M.cls.rows);
-            kernels::matmul(M.cls, h, n, 1, ws_.cls_tmp.data(), M.cls.rows);
+            if (cls_tmp_.size() < M.cls.rows) cls_tmp_.resize(M.cls.rows);
+            kernels::matmul(M.cls, h, n, 1, cls_tmp_.data(), M.cls.rows);
             n = M.cls.rows;
-            if (M.cls_b) for (std::size_t i = 0; i < n; ++i) ws_.cls_tmp[i] += M.cls_b[i];
-            kernels::tanh(ws_.cls_tmp.data(), n);
-            h = ws_.cls_tmp.data();
+            if (M.cls_b) for (std::size_t i = 0; i < n; ++i) cls_tmp_[i] += M.cls_b[i];
+            kernels::tanh(cls_tmp_.data(), n);
+            h = cls_tmp_.data();
         }
         if (M.has_cls_out) {
             kernels::matmul(M.cls_out, h, n, 1, out, M.cls_out.rows);

@@ -110,13 +110,17 @@ public:
         const std::size_t n = seqs.size();
         if (n == 0) return;
         ws_.reserve(W_->hp, n);
-        std::vector<rwkv_segment> segs(n);
-        std::vector<std::size_t> rows(logits ? n : 0);
+        // reused across calls: no allocation per decoded token once the batch size was seen
+        auto& segs = segs_;
+        auto& rows = rows_;
+        segs.resize(n);
+        rows.resize(logits ? n : 0);
         for (std::size_t i = 0; i < n; ++i) {
             segs[i] = rwkv_segment{state_ptr(seqs[i]), i, 1};
             if (logits) rows[i] = i;
         }
-        rwkv_forward<Arch>(*W_, segs, tokens.data(), n, rows, logits, ws_, pool_.get());
+        rwkv_forward<Arch>(*W_, std::span<const rwkv_segment>(segs), tokens.data(), n,
+                           std::span<const std::size_t>(rows), logits, ws_, pool_.get());
     }
 
     /// Convenience: one token for one sequence.
@@ -193,6 +197,8 @@ private:
     std::size_t spf_ = 0;
     std::vector<float> states_;
     rwkv_workspace ws_;
+    std::vector<rwkv_segment> segs_; ///< decode's batch description, kept to avoid per-token allocation
+    std::vector<std::size_t> rows_;
 };
 
 /// A session over a loaded RWKV model (the model must outlive it).

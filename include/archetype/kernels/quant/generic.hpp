@@ -3,27 +3,93 @@
 // row-sized scratch buffer (one row, never the matrix) and dotted with every
 // token while it is hot in L1. The fallback when the CPU lacks AVX-512 VNNI,
 // and a second implementation the tests compare the fast path against.
+//
+// Block types use llama.cpp's numerics, as the VNNI engine does: each token is
+// first rounded the way ggml's CPU backend quantises activations for the weight
+// type (docs/weights.md, "Numerics"), then dotted in float; for Q4_1 / Q5_1 the
+// min's term is corrected to ggml's fp16 block sum s. Float types are exact.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "archetype/core/dtype.hpp"
+#include "archetype/core/half.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/dequantize.hpp"
 
 namespace archetype::quant::generic {
+
+namespace detail {
+
+enum class act { exact, q8_0, q8_1, q8_K };
+
+inline act activations_for(ggml_type type) noexcept {
+    switch (type) {
+    case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q5_0: return act::q8_0;
+    case ggml_type::Q4_1: case ggml_type::Q5_1: return act::q8_1;
+    case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act::q8_K;
+    default: return act::exact;
+    }
+}
+
+inline float fp16_round(float f) noexcept { return fp16_to_fp32(fp32_to_fp16(f)); }
+
+/// x[0, n) rounded to int8 and back (xq = q * d), per 32 (Q8_0 / Q8_1: d in fp16)
+/// or 256 (Q8_K: d = 1 / (127 / amax)) elements; for Q8_1, corr[b] = s - d * sum(q)
+/// with ggml's s = fp16(amax / 127 * sum(q)).
+inline void round_activations(act a, const float* x, std::size_t n, float* xq, float* corr) noexcept {
+    const std::size_t blk = a == act::q8_K ? 256 : 32;
+    for (std::size_t b = 0; b < n / blk; ++b) {
+        const float* v = x + b * blk;
+        float amax = 0.f;
+        for (std::size_t j = 0; j < blk; ++j) amax = std::max(amax, std::abs(v[j]));
+        const float mul = amax != 0.f ? 127.f / amax : 0.f;
+        const float d = a == act::q8_K ? (amax != 0.f ? 1.f / mul : 0.f) : fp16_round(amax / 127.f);
+        int sum = 0;
+        for (std::size_t j = 0; j < blk; ++j) {
+            const int q = int(std::nearbyint(v[j] * mul)); // round to nearest even
+            sum += q;
+            xq[b * blk + j] = float(q) * d;
+        }
+        if (a == act::q8_1) corr[b] = fp16_round(amax / 127.f * float(sum)) - d * float(sum);
+    }
+}
+
+} // namespace detail
 
 inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
                    std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
     const auto t = traits_of(type);
     const std::size_t row_bytes = cols / t.block_size * t.type_size;
     const auto* w = static_cast<const std::uint8_t*>(W);
+    const detail::act a = detail::activations_for(type);
+    std::vector<float> xq, corr;
+    const float* xs = x;
+    std::size_t lds = ldx;
+    if (a != detail::act::exact) {
+        xq.resize(n_tok * cols);
+        corr.resize(n_tok * (cols / 32));
+        for (std::size_t k = 0; k < n_tok; ++k)
+            detail::round_activations(a, x + k * ldx, cols, xq.data() + k * cols, corr.data() + k * (cols / 32));
+        xs = xq.data();
+        lds = cols;
+    }
     auto work = [&](std::size_t b, std::size_t e) {
         std::vector<float> buf(cols);
         for (std::size_t r = b; r < e; ++r) {
-            dequantize_row(type, w + r * row_bytes, buf.data(), cols);
-            for (std::size_t k = 0; k < n_tok; ++k) y[k * ldy + r] = kernels::dot(x + k * ldx, buf.data(), cols);
+            const std::uint8_t* row = w + r * row_bytes;
+            dequantize_row(type, row, buf.data(), cols);
+            for (std::size_t k = 0; k < n_tok; ++k) {
+                float v = kernels::dot(xs + k * lds, buf.data(), cols);
+                if (a == detail::act::q8_1) // the min (bytes 2-3 of each block) times Q8_1's s, not d * sum(q)
+                    for (std::size_t blk = 0; blk < cols / 32; ++blk)
+                        v += load_f16(row + blk * t.type_size + 2) * corr[k * (cols / 32) + blk];
+                y[k * ldy + r] = v;
+            }
         }
     };
     if (pool) pool->parallel_for(rows, work); else work(0, rows);

@@ -4,10 +4,18 @@
 // different shape of code from dequantize.hpp (which walks blocks) so the two
 // check each other; the float expressions follow ggml-quants.c's order of
 // operations so both are bit-exact with llama.cpp's dequantize_row_*.
+//
+// Also the scalar twin of the quantised matmul's numerics (quantize_activations,
+// dot_row): the activations rounded to int8 the way ggml's CPU backend does for
+// the weight type's vec_dot_type, written after ggml-quants.c's reference
+// functions, and the dot product evaluated in double.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/error.hpp"
@@ -99,6 +107,96 @@ inline float element(ggml_type type, const void* row, std::size_t i) {
 /// The whole row through element(): n elements, n a multiple of the block size.
 inline void dequantize_row(ggml_type type, const void* src, float* dst, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) dst[i] = element(type, src, i);
+}
+
+/// ggml's vec_dot_type of a block weight type on the CPU backend (ggml-cpu.c's
+/// type_traits_cpu): the format the activations are quantised to.
+enum class act_type { q8_0, q8_1, q8_K };
+inline act_type activation_type(ggml_type type) {
+    switch (type) {
+    case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q5_0: return act_type::q8_0;
+    case ggml_type::Q4_1: case ggml_type::Q5_1: return act_type::q8_1;
+    case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_type::q8_K;
+    default:
+        throw argument_error("reference activation quantisation: type " + std::string(type_name(type)) +
+                             " has no int8 activation format");
+    }
+}
+
+/// One activation row quantised: q[i] * d[i / block] is element i; s[b] is
+/// Q8_1's fp16 value of d * sum(q) over block b (0 for the other formats).
+struct quantized_activations {
+    act_type type = act_type::q8_0;
+    std::size_t block = 32;
+    std::vector<std::int8_t> q;
+    std::vector<float> d, s;
+};
+
+/// x[0, n) quantised as ggml quantises src1 for weights of `type`
+/// (quantize_row_q8_0/_q8_1 and quantize_row_q8_K_ref), n a multiple of the block.
+inline quantized_activations quantize_activations(ggml_type type, const float* x, std::size_t n) {
+    quantized_activations a;
+    a.type = activation_type(type);
+    a.block = a.type == act_type::q8_K ? 256 : 32;
+    if (n % a.block != 0)
+        throw argument_error("reference activation quantisation: " + std::to_string(n) +
+                             " elements is not a multiple of " + std::to_string(a.block));
+    const std::size_t nb = n / a.block;
+    a.q.resize(n);
+    a.d.assign(nb, 0.f);
+    a.s.assign(nb, 0.f);
+    for (std::size_t b = 0; b < nb; ++b) {
+        const float* v = x + b * a.block;
+        std::int8_t* q = a.q.data() + b * a.block;
+        if (a.type == act_type::q8_K) {
+            // the signed element of largest magnitude (the first one on ties)
+            float amax = 0.f, max = 0.f;
+            for (std::size_t j = 0; j < a.block; ++j)
+                if (std::fabs(v[j]) > amax) amax = std::fabs(v[j]), max = v[j];
+            if (amax == 0.f) {
+                std::fill(q, q + a.block, std::int8_t(0));
+                continue;
+            }
+            const float iscale = -127.f / max;
+            for (std::size_t j = 0; j < a.block; ++j)
+                q[j] = static_cast<std::int8_t>(std::min(127, int(std::nearbyint(iscale * v[j]))));
+            a.d[b] = 1.f / iscale;
+        } else {
+            float amax = 0.f;
+            for (std::size_t j = 0; j < a.block; ++j) amax = std::max(amax, std::fabs(v[j]));
+            const float d = amax / 127.f, id = amax != 0.f ? 127.f / amax : 0.f;
+            int sum = 0;
+            for (std::size_t j = 0; j < a.block; ++j) {
+                q[j] = static_cast<std::int8_t>(std::nearbyint(v[j] * id));
+                sum += q[j];
+            }
+            a.d[b] = fp16_to_fp32(fp32_to_fp16(d));
+            if (a.type == act_type::q8_1) a.s[b] = fp16_to_fp32(fp32_to_fp16(d * float(sum)));
+        }
+    }
+    return a;
+}
+
+/// One output of ggml's quantised dot product, in double: the dequantised
+/// weights times q * d, except that for Q8_1 the min's term is m * s with the
+/// stored s (ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1), not m * d * sum(q).
+inline double dot_row(ggml_type type, const void* row, const quantized_activations& a, std::size_t n) {
+    const auto* base = static_cast<const std::uint8_t*>(row);
+    const auto tr = traits_of(type);
+    double acc = 0.0;
+    if (a.type == act_type::q8_1) {
+        for (std::size_t b = 0; b < n / 32; ++b) {
+            const std::uint8_t* blk = base + b * tr.type_size;
+            const double m = load_f16(blk + 2);
+            double dot = 0.0;
+            for (std::size_t j = 0; j < 32; ++j)
+                dot += (double(element(type, row, 32 * b + j)) - m) * a.q[32 * b + j];
+            acc += dot * a.d[b] + m * a.s[b];
+        }
+        return acc;
+    }
+    for (std::size_t i = 0; i < n; ++i) acc += double(element(type, row, i)) * a.q[i] * a.d[i / a.block];
+    return acc;
 }
 
 } // namespace archetype::quant::reference

@@ -19,7 +19,8 @@
 // Elements stay in row order in u. The engine (below, "engine") repacks the
 // decoded bytes of 32 rows so that each fp32 accumulator lane is one output and
 // whole sub-blocks are summed in int32 by vpdpbusd before one float step per
-// sub-block; a single token skips the repacking (gemv16). Both give every output
+// sub-block; a single token skips the repacking (gemv_vnni.hpp; gemv16 for
+// Q6_K). All give every output
 // the same exact integer sums and the same float chain, so results do not
 // depend on the thread count or on how many tokens are batched.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -39,6 +40,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/gemv_vnni.hpp"
 
 namespace archetype::quant::vnni {
 
@@ -263,18 +265,26 @@ inline constexpr bool is_k = D::slices == 4;
 
 /// Sub-block length (elements sharing one weight scale) and zero point z
 /// (w = s * (u - z); 0 = the type has a stored min instead: w = s * u - m).
-template <class D> struct sub_traits { static constexpr int sub = 32, zero = 0; };
-template <> struct sub_traits<dec_q8_0> { static constexpr int sub = 32, zero = 128; };
-template <> struct sub_traits<dec_q4_0> { static constexpr int sub = 32, zero = 8; };
-template <> struct sub_traits<dec_q5_0> { static constexpr int sub = 32, zero = 16; };
-template <> struct sub_traits<dec_q6_K> { static constexpr int sub = 16, zero = 32; };
+/// act: how the activations are quantised, ggml's vec_dot_type for the weight type
+/// (ggml-cpu.c's type_traits_cpu; on x86 the repacked Q4_K path quantises to Q8_K too).
+enum class act_format { q8_0, q8_1, q8_K };
+template <class D> struct sub_traits;
+template <> struct sub_traits<dec_q8_0> { static constexpr int sub = 32, zero = 128; static constexpr act_format act = act_format::q8_0; };
+template <> struct sub_traits<dec_q4_0> { static constexpr int sub = 32, zero = 8; static constexpr act_format act = act_format::q8_0; };
+template <> struct sub_traits<dec_q5_0> { static constexpr int sub = 32, zero = 16; static constexpr act_format act = act_format::q8_0; };
+template <> struct sub_traits<dec_q4_1> { static constexpr int sub = 32, zero = 0; static constexpr act_format act = act_format::q8_1; };
+template <> struct sub_traits<dec_q5_1> { static constexpr int sub = 32, zero = 0; static constexpr act_format act = act_format::q8_1; };
+template <> struct sub_traits<dec_q4_K> { static constexpr int sub = 32, zero = 0; static constexpr act_format act = act_format::q8_K; };
+template <> struct sub_traits<dec_q5_K> { static constexpr int sub = 32, zero = 0; static constexpr act_format act = act_format::q8_K; };
+template <> struct sub_traits<dec_q6_K> { static constexpr int sub = 16, zero = 32; static constexpr act_format act = act_format::q8_K; };
 
 inline constexpr std::size_t group_rows = 32; // two 16-row panels per group
 inline constexpr std::size_t prefetch_distance = 4096;
 inline constexpr std::size_t gemv_prefetch = 512; // per row, 16 rows in flight
 
 /// Activations of one token: int8 quants, per-32 scale dx, per sub-block an
-/// auxiliary word: -z * sum(xq) (int32, zero-point types) or dx * sum(xq) (float).
+/// auxiliary word: -z * sum(xq) (int32, zero-point types) or the float that
+/// multiplies the stored min (min types: dx * sum(xq); Q8_1: its fp16 s).
 struct act_layout {
     std::size_t n_slices, nsb, stride; // stride: bytes per token, multiple of 64
     std::size_t dx_off() const noexcept { return n_slices * 64; }
@@ -286,46 +296,66 @@ inline act_layout make_act_layout(std::size_t n_slices, int sub) noexcept {
     return {n_slices, nsb, (bytes + 63) / 64 * 64};
 }
 
-/// Quantises one token (cols valid, the rest of the n_slices * 64 zero):
-/// per 32-block dx = amax / 127, q = round-to-nearest-even(x * (1 / dx)).
-inline void quantize_token(const float* x, std::size_t cols, const act_layout& L, int sub, int zero,
+inline float fp16_round(float f) noexcept { return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)); }
+
+/// Quantises one token (cols valid, the rest of the n_slices * 64 zero) the way
+/// ggml's CPU backend quantises src1 for the weight type's vec_dot_type, so the
+/// integer dots see the same int8 values and the same scales as llama.cpp:
+///   q8_0: per 32-block amax, q = rne(x * (127 / amax)), dx = fp16(amax / 127);
+///   q8_1: the same, and the min types' aux = fp16(amax / 127 * sum(q)) (ggml's s,
+///         from the unrounded d);
+///   q8_K: one scale per 256 elements: q = rne(x * (127 / amax)), dx = 1 / (127 / amax)
+///         in float (ggml picks the sign from the extreme element; sign-symmetric
+///         rounding makes dx * q identical).
+inline void quantize_token(const float* x, std::size_t cols, const act_layout& L, act_format f, int sub, int zero,
                            std::uint8_t* out) noexcept {
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
     auto* q = reinterpret_cast<std::int8_t*>(out);
     auto* dx = reinterpret_cast<float*>(out + L.dx_off());
     auto* aux = out + L.aux_off();
     const std::size_t n_blocks = L.n_slices * 2;
-    for (std::size_t b = 0; b < n_blocks; ++b) {
-        alignas(64) float tmp[32];
-        const float* v = x + 32 * b;
-        if (32 * b + 32 > cols) { // the zero block after a row of 32 * odd elements
-            std::memset(tmp, 0, sizeof tmp);
-            v = tmp;
+    const std::size_t group = f == act_format::q8_K ? 8 : 1; // 32-blocks sharing one scale
+    alignas(64) float tmp[32] = {};
+    auto block = [&](std::size_t b) { // the zero block after a row of 32 * odd elements
+        return 32 * b + 32 > cols ? static_cast<const float*>(tmp) : x + 32 * b;
+    };
+    for (std::size_t g = 0; g < n_blocks; g += group) {
+        const std::size_t ge = std::min(n_blocks, g + group);
+        __m512 vmax = _mm512_setzero_ps();
+        for (std::size_t b = g; b < ge; ++b) {
+            const float* v = block(b);
+            vmax = _mm512_max_ps(vmax, _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(v), absmask),
+                                                     _mm512_and_ps(_mm512_loadu_ps(v + 16), absmask)));
         }
-        const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
-        const float d = amax / 127.f;
-        const __m512 idv = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
-        const __m128i a = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, idv)));
-        const __m128i c = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, idv)));
-        const __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(a), c, 1);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32 * b), q8);
-        dx[b] = d;
-        // sums of 4 quants (8 lanes), then per sub-block
-        alignas(32) std::int32_t s4[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(s4),
-                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q8));
-        const int per = sub / 4, nsub = 32 / sub;
-        for (int h = 0; h < nsub; ++h) {
-            std::int32_t s = 0;
-            for (int i = 0; i < per; ++i) s += s4[h * per + i];
-            const std::size_t idx = b * std::size_t(nsub) + std::size_t(h);
-            if (zero != 0) {
-                const std::int32_t z = -zero * s;
-                std::memcpy(aux + 4 * idx, &z, 4);
-            } else {
-                const float f = d * float(s);
-                std::memcpy(aux + 4 * idx, &f, 4);
+        const float amax = _mm512_reduce_max_ps(vmax);
+        const float mul = amax != 0.f ? 127.f / amax : 0.f;
+        const float d = f == act_format::q8_K ? (amax != 0.f ? 1.f / mul : 0.f) : amax / 127.f;
+        const float ds = f == act_format::q8_K ? d : fp16_round(d);
+        const __m512 idv = _mm512_set1_ps(mul);
+        for (std::size_t b = g; b < ge; ++b) {
+            const float* v = block(b);
+            // vcvtps2dq rounds to nearest even, as ggml's _mm256_round_ps / nearest_int
+            const __m128i a = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v), idv)));
+            const __m128i c = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + 16), idv)));
+            const __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(a), c, 1);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32 * b), q8);
+            dx[b] = ds;
+            // sums of 4 quants (8 lanes), then per sub-block
+            alignas(32) std::int32_t s4[8];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(s4),
+                               _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q8));
+            const int per = sub / 4, nsub = 32 / sub;
+            for (int h = 0; h < nsub; ++h) {
+                std::int32_t s = 0;
+                for (int i = 0; i < per; ++i) s += s4[h * per + i];
+                const std::size_t idx = b * std::size_t(nsub) + std::size_t(h);
+                if (zero != 0) {
+                    const std::int32_t z = -zero * s;
+                    std::memcpy(aux + 4 * idx, &z, 4);
+                } else {
+                    const float m = f == act_format::q8_1 ? fp16_round(d * float(s)) : ds * float(s);
+                    std::memcpy(aux + 4 * idx, &m, 4);
+                }
             }
         }
     }
@@ -617,6 +647,38 @@ struct byte_scratch {
     }
 };
 
+// Decode of the legacy types, Q4_K and Q5_K: gemv_vnni.hpp's 128-element kernel
+// (same results as gemv16, which Q6_K still uses).
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+template <class D> inline constexpr int gemv_format = -1;
+template <> inline constexpr int gemv_format<dec_q4_0> = int(gemv::format::q4_0);
+template <> inline constexpr int gemv_format<dec_q4_1> = int(gemv::format::q4_1);
+template <> inline constexpr int gemv_format<dec_q5_0> = int(gemv::format::q5_0);
+template <> inline constexpr int gemv_format<dec_q5_1> = int(gemv::format::q5_1);
+template <> inline constexpr int gemv_format<dec_q4_K> = int(gemv::format::q4_K);
+template <> inline constexpr int gemv_format<dec_q5_K> = int(gemv::format::q5_K);
+
+template <class D>
+inline void gemv_legacy(const std::uint8_t* W, std::size_t rows, std::size_t row_bytes, std::size_t n_blocks,
+                        const std::uint8_t* act, const act_layout& L, float* y, thread_pool* pool) {
+    const std::size_t n_groups = (2 * L.n_slices + 3) / 4;
+    static thread_local byte_scratch split_buf;
+    std::uint8_t* xs = split_buf.get(gemv::split_bytes(n_groups));
+    constexpr auto F = gemv::format(gemv_format<D>);
+    gemv::split<F>(act, L.n_slices * 64, n_groups, xs);
+    const auto* dx = reinterpret_cast<const float*>(act + L.dx_off());
+    const std::uint8_t* aux = act + L.aux_off();
+    const std::size_t groups16 = (rows + 15) / 16;
+    auto dec = [&](std::size_t gb, std::size_t ge) {
+        static thread_local byte_scratch part_buf;
+        std::uint8_t* part = part_buf.get(gemv::rows16_scratch(2 * L.n_slices));
+        for (std::size_t g = gb; g < ge; ++g)
+            gemv::run16<F>(W, row_bytes, rows, g * 16, n_blocks, 2 * L.n_slices, xs, dx, aux, y, part);
+    };
+    if (pool) pool->parallel_for(groups16, dec); else dec(0, groups16);
+}
+#endif
+
 template <class D>
 inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
                 std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
@@ -629,10 +691,16 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     static thread_local byte_scratch act_buf;
     std::uint8_t* act = act_buf.get(n_tok * L.stride);
     auto quant = [&](std::size_t b, std::size_t e) {
-        for (std::size_t t = b; t < e; ++t) quantize_token(x + t * ldx, cols, L, P::sub, P::zero, act + t * L.stride);
+        for (std::size_t t = b; t < e; ++t) quantize_token(x + t * ldx, cols, L, sub_traits<D>::act, P::sub, P::zero, act + t * L.stride);
     };
     if (pool && n_tok > 1) pool->parallel_for(n_tok, quant); else quant(0, n_tok);
     if (n_tok == 1) {
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+        if constexpr (gemv_format<D> >= 0) {
+            gemv_legacy<D>(W, rows, row_bytes, n_blocks, act, L, y, pool);
+            return;
+        }
+#endif
         const std::size_t groups16 = (rows + 15) / 16;
         auto dec = [&](std::size_t gb, std::size_t ge) {
             for (std::size_t g = gb; g < ge; ++g) gemv16<D>(W, row_bytes, rows, g * 16, n_blocks, n_slices, act, L, y);

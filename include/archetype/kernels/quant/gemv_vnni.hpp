@@ -1,0 +1,509 @@
+#pragma once
+// Single-token quantised GEMV (decode) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q5_K
+// on AVX-512 VNNI + VBMI + GFNI: y[r] = sum_k W[r][k] * x[k] with x already
+// quantised to int8 (per 32-block scale dx, per block auxiliary word;
+// vnni.hpp's act_layout).
+//
+// Why a separate kernel from the batch engine: one token reads every weight byte
+// once, so the decode cost per byte is all that matters. A row is consumed 128
+// elements (four 32-element blocks) at a time (legacy types; K types below):
+//   * one or two plain loads and one vpermt2b gather the four blocks' quants
+//     (skipping the interleaved F16 scales) into one register, in stored order:
+//     byte 16j + i of it is byte i of block j's quants;
+//   * the activations are re-laid out once per call to match: per 128-element
+//     group, `lo` holds elements 0-15 of each block and `hi` elements 16-31
+//     (the low and high nibbles of a byte), so the nibbles need no per-row
+//     shuffle, just an and and one GF(2) affine;
+//   * two vpdpbusd, started at a precomputed per-lane -zero * sum(xq), leave
+//     128-bit lane j = four partial sums of block j (zero point included);
+//   * 16 rows are then reduced and transposed into lanes = rows, through int16
+//     (vpackssdw + vpmaddwd) where the sums provably fit.
+// Rows are read a few at a time front to back (a few sequential streams, which
+// the prefetchers follow); each group's partials and scale records wait in a
+// small scratch until the 16 rows are done. The float work per block and output
+// is then the batch engine's exactly:
+//     acc = fma(float(idot), s * dx, acc)          (idot includes -z * sum(xq))
+//     acc = fnmadd(-min, aux, acc)                  (min types, after the first step)
+// with idot an exact integer and the blocks taken in order, so a token gives
+// bitwise the same output here as inside a batch (tests/quant asserts it).
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__AVX512VBMI__) && defined(__AVX512BITALG__) && defined(__GFNI__) && defined(__F16C__)
+#define ARCHETYPE_QUANT_GEMV_VNNI 1
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace archetype::quant::vnni::gemv {
+
+// Q8_0 keeps vnni.hpp's gemv16: its 16 prefetched row streams measured ~20%
+// faster from DRAM under load than this kernel's (whose CPU cost is lower).
+enum class format { q4_0, q4_1, q5_0, q5_1, q4_K, q5_K };
+
+/// Block geometry: bytes per 32-block, offset of the quants, of the 32 high bits
+/// (5-bit types; -1 none), zero point z (w = s * (u - z); 0: a min follows the
+/// scale at byte 2 instead), and `packs`: how many of the two pairwise steps of the
+/// per-block reduction stay within int16 (|x| <= 127), which then run as
+/// vpackssdw + vpmaddwd instead of two shuffles and an add.
+template <format F> struct geometry;
+template <> struct geometry<format::q4_0> { static constexpr int bytes = 18, qs = 2, qh = -1, zero = 8, packs = 2; };   // |u - 8| <= 8: 32 * 8 * 127 < 2^15
+template <> struct geometry<format::q4_1> { static constexpr int bytes = 20, qs = 4, qh = -1, zero = 0, packs = 1; };   // 16 * 15 * 127
+template <> struct geometry<format::q5_0> { static constexpr int bytes = 22, qs = 6, qh = 2, zero = 16, packs = 1; };   // 16 * 16 * 127
+template <> struct geometry<format::q5_1> { static constexpr int bytes = 24, qs = 8, qh = 4, zero = 0, packs = 0; };
+
+// Software prefetch distance per row stream, on top of the hardware prefetchers:
+// with four streams per thread this keeps ~8 KiB in flight, which measured best
+// (of 0-4096) when other processes share the memory bus.
+inline constexpr std::size_t prefetch_ahead = 2048;
+// Rows read side by side in the first pass (legacy types; 2, 4, 8 and 16 measured
+// alike from DRAM under load, 16 costs registers).
+inline constexpr std::size_t rows_in_flight = 4;
+
+/// Bytes of the re-laid-out activations for n_groups groups.
+inline constexpr std::size_t split_bytes(std::size_t n_groups) noexcept { return n_groups * 192; }
+
+/// Re-lays the int8 quants q (n_valid bytes, multiple of 64; zero beyond) into
+/// per group [lo | hi | init]: lo = elements 0-15 of each of the four blocks,
+/// hi = 16-31, init = per dword lane -zero * (the 8 quants lo and hi put in that
+/// lane): the zero point folded into vpdpbusd's start value (its lanes add up to
+/// the block's -zero * sum(xq), the act_layout aux word, exactly).
+inline void split_halves(const std::uint8_t* q, std::size_t n_valid, std::size_t n_groups, int zero,
+                         std::uint8_t* out) noexcept {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (std::size_t g = 0; g < n_groups; ++g) {
+        const std::size_t o = g * 128;
+        const __m512i a = o < n_valid ? _mm512_loadu_si512(q + o) : _mm512_setzero_si512();
+        const __m512i b = o + 64 < n_valid ? _mm512_loadu_si512(q + o + 64) : _mm512_setzero_si512();
+        const __m512i lo = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512i hi = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, lo), ones, hi);
+        _mm512_store_si512(out + g * 192, lo);
+        _mm512_store_si512(out + g * 192 + 64, hi);
+        _mm512_store_si512(out + g * 192 + 128, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-zero)));
+    }
+}
+
+namespace detail {
+
+/// vpermt2b index: output byte k takes group byte src(k) from two 64-byte loads at o0 and o1.
+template <class Src>
+constexpr std::array<std::uint8_t, 64> gather_index(Src src, int o0, int o1) {
+    std::array<std::uint8_t, 64> idx{};
+    for (int k = 0; k < 64; ++k) {
+        const int s = src(k);
+        idx[std::size_t(k)] = static_cast<std::uint8_t>(s < o0 + 64 ? s - o0 : s - o1 + 64);
+    }
+    return idx;
+}
+
+template <format F> struct layout {
+    using G = geometry<F>;
+    static constexpr int group_bytes = 4 * G::bytes;
+    // 4-bit types: the four blocks' 16 quant bytes; loads at 0 and group_bytes - 64 (in bounds).
+    static constexpr int o1 = group_bytes - 64;
+    alignas(64) static constexpr std::array<std::uint8_t, 64> quants =
+        gather_index([](int k) { return (k / 16) * G::bytes + G::qs + k % 16; }, 0, o1);
+    // 5-bit types: qword lanes 2j and 2j + 1 = the high bits of block j (twice in each qword).
+    alignas(64) static constexpr std::array<std::uint8_t, 64> high =
+        gather_index([](int k) { return (k / 16) * G::bytes + (G::qh < 0 ? 0 : G::qh) + k % 4; }, 0, o1);
+    // Scales (and mins): per row and group a record of K bytes, F16 word f = scale of
+    // block f (f < 4) or min of block f - 4, stored in the first pass; the second
+    // pass transposes 16 records to lanes = rows with vpermt2b.
+    static constexpr bool min = G::zero == 0;
+    static constexpr int K = min ? 16 : 8;
+    static constexpr int field(int f) { return f < 4 ? G::bytes * f : G::bytes * (f - 4) + 2; }
+    // Whether every field lies in the first 64 bytes of the group (else a per-row gather first).
+    static constexpr bool direct = field(min ? 7 : 3) + 2 <= 64;
+    // the record in bytes 0..K-1, from the row's first load (direct) or both
+    alignas(64) static constexpr std::array<std::uint8_t, 64> rec0 =
+        gather_index([](int k) { return field((k % K) / 2) + k % 2; }, 0, o1);
+    // min types: eight rows' scale words (8 bytes each) from two vectors of four
+    // records; `off` 8 picks the mins.
+    static constexpr std::array<std::uint8_t, 64> lvl3(int off) {
+        std::array<std::uint8_t, 64> a{};
+        for (int k = 0; k < 64; ++k) {
+            const int rec = k / 8;
+            a[std::size_t(k)] = static_cast<std::uint8_t>((rec < 4 ? 0 : 64) + (rec % 4) * K + off + k % 8);
+        }
+        return a;
+    }
+    alignas(64) static constexpr std::array<std::uint8_t, 64> lvl3s = lvl3(0), lvl3m = lvl3(8);
+    // final: blocks 2t, 2t + 1 of 16 rows (32 bytes each) from two 8-row vectors
+    static constexpr std::array<std::uint8_t, 64> fin(int t) {
+        std::array<std::uint8_t, 64> a{};
+        for (int k = 0; k < 64; ++k) {
+            const int j = 2 * t + k / 32, r = (k % 32) / 2;
+            a[std::size_t(k)] = static_cast<std::uint8_t>((r < 8 ? 0 : 64) + (r % 8) * 8 + 2 * j + k % 2);
+        }
+        return a;
+    }
+    alignas(64) static constexpr std::array<std::uint8_t, 64> fin0 = fin(0), fin1 = fin(1);
+};
+
+/// Bit selectors for vpshufbitqmb: byte 16j + i picks bit i (lo) or 16 + i (hi) of its qword.
+alignas(64) inline constexpr std::array<std::uint8_t, 64> bit_lo = [] {
+    std::array<std::uint8_t, 64> a{};
+    for (int k = 0; k < 64; ++k) a[std::size_t(k)] = static_cast<std::uint8_t>(k % 16);
+    return a;
+}();
+alignas(64) inline constexpr std::array<std::uint8_t, 64> bit_hi = [] {
+    std::array<std::uint8_t, 64> a{};
+    for (int k = 0; k < 64; ++k) a[std::size_t(k)] = static_cast<std::uint8_t>(16 + k % 16);
+    return a;
+}();
+
+inline __m512i load_idx(const std::array<std::uint8_t, 64>& a) noexcept { return _mm512_load_si512(a.data()); }
+inline __m512i perm2(__m512i a, const std::array<std::uint8_t, 64>& idx, __m512i b) noexcept {
+    return _mm512_permutex2var_epi8(a, load_idx(idx), b);
+}
+
+/// One row's group: d = 128-bit lane j holds the four partial sums of block j;
+/// rec = the row's scale record in bytes 0..K-1.
+struct row_part { __m512i d, rec; };
+
+template <format F>
+inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m512i init) noexcept {
+    using Lt = layout<F>;
+    {
+        const __m512i z0 = _mm512_loadu_si512(p), z1 = _mm512_loadu_si512(p + Lt::o1);
+        const __m512i v = perm2(z0, Lt::quants, z1);
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+        // high nibbles by one GF(2) affine map (bit i <- bit i + 4) instead of shift + and
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(0x1020408000000000ll), 0);
+        if constexpr (geometry<F>::qh >= 0) {
+            const __m512i h = perm2(z0, Lt::high, z1);
+            const __m512i sixteen = _mm512_set1_epi8(16);
+            lo = _mm512_mask_add_epi8(lo, _mm512_bitshuffle_epi64_mask(h, load_idx(bit_lo)), lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, _mm512_bitshuffle_epi64_mask(h, load_idx(bit_hi)), hi, sixteen);
+        }
+        const __m512i d = _mm512_dpbusd_epi32(init, lo, xlo);
+        if constexpr (Lt::direct) return {_mm512_dpbusd_epi32(d, hi, xhi), _mm512_permutexvar_epi8(load_idx(Lt::rec0), z0)};
+        else return {_mm512_dpbusd_epi32(d, hi, xhi), perm2(z0, Lt::rec0, z1)};
+    }
+}
+
+/// The reduction of 16 rows' lane partials (128-bit lane j of row r: block j) to
+/// out[j] lane r = the block's sum, in two steps. Packs: how many pairwise steps
+/// may go through int16 (geometry::packs).
+/// Step 1, rows a and b: per 128-bit lane, Packs >= 1: [a a b b] (partial sums), else [a b a b].
+template <int Packs>
+inline __m512i reduce_pair(__m512i a, __m512i b) noexcept {
+    if constexpr (Packs >= 1) return _mm512_madd_epi16(_mm512_packs_epi32(a, b), _mm512_set1_epi16(1));
+    else return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+/// Step 2: c[i] = reduce_pair(row 2i, row 2i + 1).
+template <int Packs>
+inline void reduce_transpose16(const __m512i c[8], __m512i out[4]) noexcept {
+    const __m512i ones = _mm512_set1_epi16(1);
+    __m512i e[4];
+    for (int g = 0; g < 4; ++g) {
+        const __m512i a = c[2 * g], b = c[2 * g + 1];
+        if constexpr (Packs >= 2) {
+            e[g] = _mm512_madd_epi16(_mm512_packs_epi32(a, b), ones);
+        } else if constexpr (Packs == 1) {
+            const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
+            e[g] = _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(2, 0, 2, 0))),
+                                    _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(3, 1, 3, 1))));
+        } else {
+            e[g] = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+        }
+    }
+    // e[g] 128-bit lane L, dword q = row 4g + q: a 4x4 transpose of 128-bit lanes
+    const __m512i v0 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i v1 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i v2 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i v3 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(3, 2, 3, 2));
+    out[0] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
+    out[1] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
+    out[2] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
+    out[3] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/// Second pass for one group: the 8 row pairs' partials D (8 x 64 bytes, reduce_pair)
+/// and records S (16 x K bytes) folded into acc for n_fold (<= 4) sub-blocks from sb.
+template <format F>
+inline __m512 fold16(const std::uint8_t* D, const std::uint8_t* S, const float* dx, const std::uint8_t* aux,
+                     std::size_t sb, std::size_t n_fold, __m512 acc) noexcept {
+    using G = geometry<F>;
+    using Lt = layout<F>;
+    __m512i c[8];
+    for (int i = 0; i < 8; ++i) c[i] = _mm512_load_si512(D + 64 * i);
+    __m512i is[4];
+    reduce_transpose16<G::packs>(c, is);
+    __m512i sc[2], mn[2];
+    if constexpr (Lt::min) {
+        __m512i q[4];
+        for (int i = 0; i < 4; ++i) q[i] = _mm512_load_si512(S + 64 * i);
+        const __m512i s0 = perm2(q[0], Lt::lvl3s, q[1]), s1 = perm2(q[2], Lt::lvl3s, q[3]);
+        const __m512i m0 = perm2(q[0], Lt::lvl3m, q[1]), m1 = perm2(q[2], Lt::lvl3m, q[3]);
+        sc[0] = perm2(s0, Lt::fin0, s1);
+        sc[1] = perm2(s0, Lt::fin1, s1);
+        mn[0] = perm2(m0, Lt::fin0, m1);
+        mn[1] = perm2(m0, Lt::fin1, m1);
+    } else {
+        const __m512i s0 = _mm512_load_si512(S), s1 = _mm512_load_si512(S + 64);
+        sc[0] = perm2(s0, Lt::fin0, s1);
+        sc[1] = perm2(s0, Lt::fin1, s1);
+    }
+    auto half = [](__m512i v, std::size_t j) {
+        return _mm512_cvtph_ps(j % 2 ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v));
+    };
+    for (std::size_t j = 0; j < n_fold; ++j) {
+        const __m512 s = half(sc[j / 2], j);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[sb + j])), acc);
+        if constexpr (Lt::min) {
+            const __m512 m = _mm512_sub_ps(_mm512_setzero_ps(), half(mn[j / 2], j));
+            float a;
+            std::memcpy(&a, aux + 4 * (sb + j), 4);
+            acc = _mm512_fnmadd_ps(m, _mm512_set1_ps(a), acc);
+        }
+    }
+    return acc;
+}
+
+} // namespace detail
+
+/// Scratch bytes rows16 needs for a row of n_blocks blocks.
+inline constexpr std::size_t rows16_scratch(std::size_t n_blocks) noexcept { return (n_blocks + 3) / 4 * 16 * (32 + 16); }
+
+/// y[r] for rows [r0, r0 + 16) clipped to rows. n_blocks per row; n_sub = the
+/// number of 32-blocks the activations hold (n_blocks rounded up to even: the
+/// batch engine folds a zero block after an odd count, and so do we, for
+/// identical results). xs from split_halves; dx, aux per 32-block; scratch
+/// (64-byte aligned) of rows16_scratch(n_blocks) bytes.
+///
+/// Two passes: the first reads the 16 rows four at a time, front to back (four
+/// sequential streams, prefetched; 16 interleaved row streams without the
+/// scratch were slower from DRAM), and keeps per group each row pair's 64-byte
+/// lane partials and the scale records in scratch (L1/L2); the second reduces
+/// and folds them group by group in lanes = rows.
+template <format F>
+inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0, std::size_t n_blocks,
+                   std::size_t n_sub, const std::uint8_t* xs, const float* dx, const std::uint8_t* aux, float* y,
+                   std::uint8_t* scratch) noexcept {
+    using Lt = detail::layout<F>;
+    constexpr std::size_t bb = geometry<F>::bytes, gb = 4 * bb, K = Lt::K;
+    const std::size_t full = n_blocks / 4, n_groups = (n_sub + 3) / 4;
+    std::uint8_t* D = scratch;                     // [group][row pair] 64 bytes
+    std::uint8_t* S = scratch + n_groups * 8 * 64; // [group][row] K bytes
+    auto store_rec = [&](std::uint8_t* o, __m512i rec) {
+        if constexpr (K == 8) _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm512_castsi512_si128(rec));
+        else _mm_store_si128(reinterpret_cast<__m128i*>(o), _mm512_castsi512_si128(rec));
+    };
+    // rows in flight (row pairs i .. i + R / 2), for memory-level parallelism
+    constexpr std::size_t R = rows_in_flight;
+    for (std::size_t i = 0; i < 8; i += R / 2) {
+        const std::uint8_t* rr[R];
+        for (std::size_t k = 0; k < R; ++k) rr[k] = W + std::min(r0 + 2 * i + k, rows - 1) * row_bytes;
+        auto four = [&](const std::uint8_t* const p[R], std::size_t g) {
+            const std::uint8_t* x = xs + g * 192;
+            const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64);
+            const __m512i init = Lt::min ? _mm512_setzero_si512() : _mm512_load_si512(x + 128);
+            detail::row_part part[R];
+            for (std::size_t k = 0; k < R; ++k) part[k] = detail::group_dot<F>(p[k], xlo, xhi, init);
+            for (std::size_t k = 0; k < R / 2; ++k)
+                _mm512_store_si512(D + (g * 8 + i + k) * 64,
+                                   detail::reduce_pair<geometry<F>::packs>(part[2 * k].d, part[2 * k + 1].d));
+            for (std::size_t k = 0; k < R; ++k) store_rec(S + (g * 16 + 2 * i + k) * K, part[k].rec);
+        };
+        for (std::size_t g = 0; g < full; ++g) {
+            const std::uint8_t* p[R];
+            for (std::size_t k = 0; k < R; ++k) {
+                p[k] = rr[k] + g * gb;
+                if constexpr (prefetch_ahead > 0)
+                    for (std::size_t o = 0; o < gb; o += 64)
+                        _mm_prefetch(reinterpret_cast<const char*>(p[k] + prefetch_ahead + o), _MM_HINT_T0);
+            }
+            four(p, g);
+        }
+        if (full < n_groups) {
+            // The last blocks (fewer than four) copied into zeroed space: no read past a
+            // row, and zero scales for the missing blocks.
+            alignas(64) std::uint8_t tail[R][gb] = {};
+            const std::uint8_t* p[R];
+            for (std::size_t k = 0; k < R; ++k) {
+                std::memcpy(tail[k], rr[k] + full * gb, (n_blocks - 4 * full) * bb);
+                p[k] = tail[k];
+            }
+            four(p, full);
+        }
+    }
+    __m512 acc = _mm512_setzero_ps();
+    for (std::size_t g = 0; g < n_groups; ++g)
+        acc = detail::fold16<F>(D + g * 8 * 64, S + g * 16 * K, dx, aux, 4 * g, std::min<std::size_t>(4, n_sub - 4 * g), acc);
+    const std::size_t nr = std::min<std::size_t>(16, rows - r0);
+    _mm512_mask_storeu_ps(y + r0, __mmask16((1u << nr) - 1u), acc);
+}
+
+
+// ---------------------------------------------------------------- Q4_K, Q5_K
+// A 144-byte Q4_K super-block: d, dmin (F16), twelve bytes of 6-bit scales and
+// mins, then 128 bytes of nibbles: 32 bytes per 64 elements, low nibbles = the
+// first 32 (sub-block 2c), high = the next 32 (2c + 1). Q5_K (176 bytes) has 32
+// bytes of fifth bits between: bit 2c (low) or 2c + 1 (high) of qh[l] for l. A 128-element group is 64
+// contiguous quant bytes; with the activations laid out [x0..31, x64..95] (lo) and
+// [x32..63, x96..127] (hi), the two vpdpbusd give 128-bit lanes (sub-block)
+// lo: 0 0 2 2, hi: 1 1 3 3, recombined by two vpermt2q and an add.
+
+/// Per 128-element group [lo | hi] (128 bytes) for Q4_K and Q5_K.
+inline void split_q4_K(const std::uint8_t* q, std::size_t n_valid, std::size_t n_groups, std::uint8_t* out) noexcept {
+    for (std::size_t g = 0; g < n_groups; ++g) {
+        const std::size_t o = g * 128;
+        const __m512i a = o < n_valid ? _mm512_loadu_si512(q + o) : _mm512_setzero_si512();
+        const __m512i b = o + 64 < n_valid ? _mm512_loadu_si512(q + o + 64) : _mm512_setzero_si512();
+        _mm512_store_si512(out + g * 192, _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm512_store_si512(out + g * 192 + 64, _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+}
+
+namespace detail {
+
+/// 16 rows' 16-byte records (d, dmin, scales) -> out[j] lane r = dword j of row r's record.
+inline void transpose_records(const std::uint8_t* S, __m512i out[4]) noexcept {
+    __m512i q[4];
+    for (int i = 0; i < 4; ++i) q[i] = _mm512_load_si512(S + 64 * i); // rows 4i..4i+3
+    // x: dwords j0 (rows 0-7 from a, b), then j1 (rows 0-7)
+    auto pick = [](int j0, int j1) {
+        alignas(64) std::int32_t v[16];
+        for (int k = 0; k < 16; ++k) {
+            const int j = k < 8 ? j0 : j1, row = k % 8; // row within the 8 of (a, b)
+            v[k] = (row < 4 ? 0 : 16) + (row % 4) * 4 + j;
+        }
+        return _mm512_load_si512(v);
+    };
+    const __m512i i01 = pick(0, 1), i23 = pick(2, 3);
+    const __m512i x01 = _mm512_permutex2var_epi32(q[0], i01, q[1]), y01 = _mm512_permutex2var_epi32(q[2], i01, q[3]);
+    const __m512i x23 = _mm512_permutex2var_epi32(q[0], i23, q[1]), y23 = _mm512_permutex2var_epi32(q[2], i23, q[3]);
+    const __m512i lo = _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i hi = _mm512_set_epi32(31, 30, 29, 28, 27, 26, 25, 24, 15, 14, 13, 12, 11, 10, 9, 8);
+    out[0] = _mm512_permutex2var_epi32(x01, lo, y01);
+    out[1] = _mm512_permutex2var_epi32(x01, hi, y01);
+    out[2] = _mm512_permutex2var_epi32(x23, lo, y23);
+    out[3] = _mm512_permutex2var_epi32(x23, hi, y23);
+}
+
+} // namespace detail
+
+namespace detail {
+/// Q5_K bit selectors for vpshufbitqmb over qh twice: byte k of half h picks bit 2c (+1 for
+/// the high nibbles) of qh[k % 32], c = 2h + k / 32.
+template <int H, int Hi>
+alignas(64) inline constexpr std::array<std::uint8_t, 64> qh_select = [] {
+    std::array<std::uint8_t, 64> a{};
+    for (int k = 0; k < 64; ++k) a[std::size_t(k)] = static_cast<std::uint8_t>(8 * (k % 8) + 2 * (2 * H + k / 32) + Hi);
+    return a;
+}();
+} // namespace detail
+
+/// rows16 for Q4_K / Q5_K: n_super super-blocks per row; n_sub = 8 * n_super sub-blocks.
+template <bool Q5>
+inline void rows16_k(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
+                     std::size_t n_super, const std::uint8_t* xs, const float* dx, const std::uint8_t* aux, float* y,
+                     std::uint8_t* scratch) noexcept {
+    constexpr std::size_t sbytes = Q5 ? 176 : 144, qs = Q5 ? 48 : 16;
+    const std::size_t n_groups = 2 * n_super;
+    std::uint8_t* D = scratch;                     // [group][row pair] 64 bytes
+    std::uint8_t* S = scratch + n_groups * 8 * 64; // [super][row] 16 bytes
+    const __m512i m4 = _mm512_set1_epi8(0x0F), zero = _mm512_setzero_si512();
+    const __m512i hi_nib = _mm512_set1_epi64(0x1020408000000000ll);
+    const __m512i ia = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), ib = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    auto dot = [&](const std::uint8_t* sb, std::size_t h, __m512i xlo, __m512i xhi) {
+        const __m512i v = _mm512_loadu_si512(sb + qs + 64 * h);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_gf2p8affine_epi64_epi8(v, hi_nib, 0);
+        if constexpr (Q5) {
+            const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16)));
+            const __m512i sixteen = _mm512_set1_epi8(16);
+            const auto& sl = h ? detail::qh_select<1, 0> : detail::qh_select<0, 0>;
+            const auto& sh = h ? detail::qh_select<1, 1> : detail::qh_select<0, 1>;
+            lo = _mm512_mask_add_epi8(lo, _mm512_bitshuffle_epi64_mask(qh, detail::load_idx(sl)), lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, _mm512_bitshuffle_epi64_mask(qh, detail::load_idx(sh)), hi, sixteen);
+        }
+        const __m512i dl = _mm512_dpbusd_epi32(zero, lo, xlo);
+        const __m512i dh = _mm512_dpbusd_epi32(zero, hi, xhi);
+        // lanes lo 0 0 2 2, hi 1 1 3 3 -> halves [0 1 2 3] + [0 1 2 3]
+        return _mm512_add_epi32(_mm512_permutex2var_epi64(dl, ia, dh), _mm512_permutex2var_epi64(dl, ib, dh));
+    };
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::uint8_t* ra = W + std::min(r0 + 2 * i, rows - 1) * row_bytes;
+        const std::uint8_t* rb = W + std::min(r0 + 2 * i + 1, rows - 1) * row_bytes;
+        for (std::size_t u = 0; u < n_super; ++u) {
+            const std::uint8_t* pa = ra + u * sbytes;
+            const std::uint8_t* pb = rb + u * sbytes;
+            for (std::size_t o = 0; o < sbytes; o += 64) {
+                _mm_prefetch(reinterpret_cast<const char*>(pa + prefetch_ahead + o), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(pb + prefetch_ahead + o), _MM_HINT_T0);
+            }
+            _mm_store_si128(reinterpret_cast<__m128i*>(S + (u * 16 + 2 * i) * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(pa)));
+            _mm_store_si128(reinterpret_cast<__m128i*>(S + (u * 16 + 2 * i + 1) * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb)));
+            for (std::size_t h = 0; h < 2; ++h) {
+                const std::size_t g = 2 * u + h;
+                const std::uint8_t* x = xs + g * 192;
+                const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64);
+                const __m512i a = dot(pa, h, xlo, xhi), b = dot(pb, h, xlo, xhi);
+                // Q4_K: 16 * 15 * 127 < 2^15 (int16 step); Q5_K: 16 * 31 * 127 is not
+                _mm512_store_si512(D + (g * 8 + i) * 64, detail::reduce_pair<Q5 ? 0 : 1>(a, b));
+            }
+        }
+    }
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m2 = _mm512_set1_epi32(0x03030303), n4 = _mm512_set1_epi32(0x0F0F0F0F);
+    for (std::size_t u = 0; u < n_super; ++u) {
+        // the scales and mins of 16 rows, as blocks.hpp's scale_min_k4 unpacks them
+        __m512i t[4];
+        detail::transpose_records(S + u * 16 * 16, t);
+        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(t[0]));
+        const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(t[0], 16)));
+        const __m512i sc03 = _mm512_and_si512(t[1], m6), mn03 = _mm512_and_si512(t[2], m6);
+        const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(t[3], n4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t[1], 6), m2), 4));
+        const __m512i mn47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(t[3], 4), n4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t[2], 6), m2), 4));
+        auto byte = [](__m512i v, int k) {
+            return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v, 8 * k), _mm512_set1_epi32(0xFF)));
+        };
+        for (std::size_t h = 0; h < 2; ++h) {
+            const std::size_t g = 2 * u + h;
+            __m512i c[8];
+            for (int i = 0; i < 8; ++i) c[i] = _mm512_load_si512(D + (g * 8 + i) * 64);
+            __m512i is[4];
+            detail::reduce_transpose16<Q5 ? 0 : 1>(c, is);
+            for (int j = 0; j < 4; ++j) {
+                const int k = 4 * int(h) + j; // sub-block within the super-block
+                const std::size_t sb = 8 * u + std::size_t(k);
+                const __m512 s = _mm512_mul_ps(k < 4 ? byte(sc03, k) : byte(sc47, k - 4), d);
+                const __m512 m = _mm512_mul_ps(k < 4 ? byte(mn03, k) : byte(mn47, k - 4), dmin);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[sb])), acc);
+                float a;
+                std::memcpy(&a, aux + 4 * sb, 4);
+                acc = _mm512_fnmadd_ps(m, _mm512_set1_ps(a), acc);
+            }
+        }
+    }
+    const std::size_t nr = std::min<std::size_t>(16, rows - r0);
+    _mm512_mask_storeu_ps(y + r0, __mmask16((1u << nr) - 1u), acc);
+}
+
+/// The activation layout rows16<F> reads (split_bytes(n_groups) bytes at out).
+template <format F>
+inline void split(const std::uint8_t* q, std::size_t n_valid, std::size_t n_groups, std::uint8_t* out) noexcept {
+    if constexpr (F == format::q4_K || F == format::q5_K) split_q4_K(q, n_valid, n_groups, out);
+    else split_halves(q, n_valid, n_groups, geometry<F>::zero, out);
+}
+
+/// Dispatch: rows16 (legacy types, n_blocks 32-blocks) or rows16_k (n_blocks super-blocks).
+template <format F>
+inline void run16(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0, std::size_t n_blocks,
+                  std::size_t n_sub, const std::uint8_t* xs, const float* dx, const std::uint8_t* aux, float* y,
+                  std::uint8_t* scratch) noexcept {
+    if constexpr (F == format::q4_K || F == format::q5_K)
+        rows16_k<F == format::q5_K>(W, row_bytes, rows, r0, n_blocks, xs, dx, aux, y, scratch);
+    else rows16<F>(W, row_bytes, rows, r0, n_blocks, n_sub, xs, dx, aux, y, scratch);
+}
+
+} // namespace archetype::quant::vnni::gemv
+
+#endif
