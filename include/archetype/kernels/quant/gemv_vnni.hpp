@@ -62,6 +62,8 @@ inline constexpr std::size_t prefetch_ahead = 2048;
 // Rows read side by side in the first pass (legacy types; 2, 4, 8 and 16 measured
 // alike from DRAM under load, 16 costs registers).
 inline constexpr std::size_t rows_in_flight = 4;
+// Distance of the linear L2 prefetch cursor of the legacy types' rows (bytes).
+inline constexpr std::size_t linear_ahead = 32768;
 
 /// Bytes of the re-laid-out activations for n_groups groups.
 inline constexpr std::size_t split_bytes(std::size_t n_groups) noexcept { return n_groups * 192; }
@@ -296,6 +298,7 @@ inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
     };
     // rows in flight (row pairs i .. i + R / 2), for memory-level parallelism
     constexpr std::size_t R = rows_in_flight;
+    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
     for (std::size_t i = 0; i < 8; i += R / 2) {
         const std::uint8_t* rr[R];
         for (std::size_t k = 0; k < R; ++k) rr[k] = W + std::min(r0 + 2 * i + k, rows - 1) * row_bytes;
@@ -312,12 +315,12 @@ inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
         };
         for (std::size_t g = 0; g < full; ++g) {
             const std::uint8_t* p[R];
-            for (std::size_t k = 0; k < R; ++k) {
-                p[k] = rr[k] + g * gb;
-                if constexpr (prefetch_ahead > 0)
-                    for (std::size_t o = 0; o < gb; o += 64)
-                        _mm_prefetch(reinterpret_cast<const char*>(p[k] + prefetch_ahead + o), _MM_HINT_T0);
-            }
+            for (std::size_t k = 0; k < R; ++k) p[k] = rr[k] + g * gb;
+            // One linear cursor over the group's rows (contiguous in memory, and
+            // followed by the next group this thread takes), linear_ahead bytes
+            // ahead into L2, advancing by the bytes this step consumes.
+            for (std::size_t o = 0; o < R * gb; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+            pf += R * gb;
             four(p, g);
         }
         if (full < n_groups) {
