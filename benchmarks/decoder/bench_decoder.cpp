@@ -128,7 +128,7 @@ struct row {
 template <class D>
 void bench_file(const row& f, const random_decoder::spec& sp, std::size_t n_tg, std::size_t depth, const char* lb,
                 thread_pool& bw_pool) {
-    const double bw = bench::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3);
+    const double bw = bench_util::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3);
     const double wb = weight_bytes_per_token(f.path);
     const std::size_t hd = sp.n_embd / sp.n_head;
     const double kv_per_pos = double(sp.n_layer) * 2.0 * double(sp.n_head_kv * hd) * sizeof(float);

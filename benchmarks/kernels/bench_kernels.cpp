@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bandwidth.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
@@ -88,30 +89,6 @@ double fma_peak_gflops(archetype::thread_pool& pool, std::size_t threads) {
     return double(threads) * double(iters) * 16 * 2 * double(k::simd::W) / t * 1e-9;
 }
 
-double read_bandwidth_gbs(archetype::thread_pool& pool) {
-    const std::size_t n = (std::size_t(1) << 30) / sizeof(float);
-    std::vector<float> a(n);
-    pool.parallel_for(n, [&](std::size_t b, std::size_t e) { std::fill(a.data() + b, a.data() + e, 1.f); });
-    std::vector<float> part(pool.size());
-    volatile float sink = 0;
-    const double t = median_seconds(5, [&] {
-        pool.parallel_for(pool.size(), [&](std::size_t pb, std::size_t) {
-            const std::size_t b = n * pb / pool.size(), e = n * (pb + 1) / pool.size();
-            using B = k::simd::fbatch;
-            B s0(0.f), s1(0.f), s2(0.f), s3(0.f);
-            constexpr std::size_t W = k::simd::W;
-            for (std::size_t i = b; i + 4 * W <= e; i += 4 * W) {
-                s0 += B::load_unaligned(a.data() + i);
-                s1 += B::load_unaligned(a.data() + i + W);
-                s2 += B::load_unaligned(a.data() + i + 2 * W);
-                s3 += B::load_unaligned(a.data() + i + 3 * W);
-            }
-            part[pb] = xsimd::hadd(s0 + s1 + s2 + s3);
-        });
-        sink = part[0];
-    });
-    return double(n * sizeof(float)) / t * 1e-9;
-}
 
 std::vector<float> random_vec(std::size_t n, unsigned seed) {
     std::mt19937 g(seed);
@@ -207,7 +184,7 @@ int main() {
     cpu_time_table();
     const double peak1 = fma_peak_gflops(pool1, 1);
     const double peak2 = fma_peak_gflops(pool2, 2);
-    const double bw = read_bandwidth_gbs(pool2);
+    const double bw = archetype::bench_util::read_bandwidth_gbs(pool2);
     std::printf("machine: FMA peak %.1f GFLOP/s (1 thread), %.1f GFLOP/s (2 threads); read bandwidth %.1f GB/s "
                 "(2 threads, 1 GiB, median of 5)\n",
                 peak1, peak2, bw);

@@ -17,6 +17,7 @@
 
 #include <time.h>
 
+#include "bandwidth.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/matmul.hpp"
@@ -72,30 +73,6 @@ std::vector<std::uint8_t> random_matrix(ggml_type t, std::size_t rows, std::size
     return v;
 }
 
-double read_bandwidth(archetype::thread_pool& pool) {
-    const std::size_t n = big / sizeof(float);
-    std::vector<float> a(n);
-    pool.parallel_for(n, [&](std::size_t b, std::size_t e) { std::fill(a.data() + b, a.data() + e, 1.f); });
-    std::vector<double> times;
-    float sink = 0.f;
-    for (int rep = 0; rep < 5; ++rep) {
-        float part[2] = {0.f, 0.f};
-        const auto t0 = clk::now();
-        pool.parallel_for(2, [&](std::size_t b, std::size_t e) {
-            for (std::size_t p = b; p < e; ++p) {
-                const float* x = a.data() + n / 2 * p;
-                float s[16] = {};
-                for (std::size_t i = 0; i < n / 2; i += 16)
-                    for (std::size_t j = 0; j < 16; ++j) s[j] += x[i + j];
-                for (float v : s) part[p] += v;
-            }
-        });
-        times.push_back(seconds_since(t0));
-        sink += part[0] + part[1];
-    }
-    if (sink == 42.f) std::puts("");
-    return double(big) / median(times) / 1e9;
-}
 
 const ggml_type types[] = {ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0,
                            ggml_type::Q5_1, ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K,
@@ -105,7 +82,7 @@ const ggml_type types[] = {ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, gg
 
 int main() {
     archetype::thread_pool pool(2);
-    const double bw = read_bandwidth(pool);
+    const double bw = archetype::bench_util::read_bandwidth_gbs(pool);
     std::printf("read bandwidth (1 GiB sum, 2 threads, median of 5): %.1f GB/s\n\n", bw);
 
     std::vector<std::uint8_t> arena(big);

@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include "bandwidth.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/simd_util.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
@@ -34,35 +35,6 @@ namespace {
 
 double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
-/// Read bandwidth in GB/s: sum of a 1 GiB float array split over the pool, median of 5.
-double read_bandwidth_gbs(thread_pool& pool) {
-    const std::size_t n = (std::size_t(1) << 30) / sizeof(float);
-    std::vector<float> a(n);
-    pool.parallel_for(n, [&](std::size_t b, std::size_t e) { std::fill(a.data() + b, a.data() + e, 1.f); });
-    std::vector<float> part(pool.size());
-    std::vector<double> t;
-    for (int rep = 0; rep < 5; ++rep) {
-        const auto t0 = clk::now();
-        pool.parallel_for(pool.size(), [&](std::size_t pb, std::size_t) {
-            using B = kernels::simd::fbatch;
-            constexpr std::size_t W = kernels::simd::W;
-            const std::size_t b = n * pb / pool.size(), e = n * (pb + 1) / pool.size();
-            B s0(0.f), s1(0.f), s2(0.f), s3(0.f);
-            for (std::size_t i = b; i + 4 * W <= e; i += 4 * W) {
-                s0 += B::load_unaligned(a.data() + i);
-                s1 += B::load_unaligned(a.data() + i + W);
-                s2 += B::load_unaligned(a.data() + i + 2 * W);
-                s3 += B::load_unaligned(a.data() + i + 3 * W);
-            }
-            part[pb] = xsimd::hadd(s0 + s1 + s2 + s3);
-        });
-        t.push_back(seconds_since(t0));
-    }
-    volatile float sink = part[0];
-    (void)sink;
-    std::sort(t.begin(), t.end());
-    return double(n * sizeof(float)) / t[2] * 1e-9;
-}
 
 /// Bytes of weights one decode step reads: every matrix of every layer and the head.
 std::size_t decode_weight_bytes(const rwkv_weights& W) {
@@ -216,7 +188,7 @@ int main(int argc, char** argv) {
     double bw;
     {
         thread_pool pool(2);
-        bw = read_bandwidth_gbs(pool);
+        bw = archetype::bench_util::read_bandwidth_gbs(pool);
     }
     if (small) bench("small", {.version = 6, .C = 768, .N = 64, .L = 12, .V = 65536, .F = 2688, .DM = 32, .DD = 64, .f16 = true}, 32, bw);
     if (large) bench("large", {.version = 6, .C = 2048, .N = 64, .L = 24, .V = 65536, .F = 7168, .DM = 32, .DD = 64, .f16 = true}, 8, bw);
