@@ -38,6 +38,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "archetype/kernels/quant/lanes512.hpp"
+
 namespace archetype::quant::vnni::gemv {
 
 // Q8_0 keeps vnni.hpp's gemv16: its 16 prefetched row streams measured ~20%
@@ -215,14 +217,7 @@ inline void reduce_transpose16(const __m512i c[8], __m512i out[4]) noexcept {
         }
     }
     // e[g] 128-bit lane L, dword q = row 4g + q: a 4x4 transpose of 128-bit lanes
-    const __m512i v0 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i v1 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512i v2 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i v3 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(3, 2, 3, 2));
-    out[0] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
-    out[1] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
-    out[2] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
-    out[3] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
+    lanes512::transpose_lanes4(e, out);
 }
 
 /// Second pass for one group: the 8 row pairs' partials D (8 x 64 bytes, reduce_pair)

@@ -40,6 +40,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/lanes512.hpp"
 #include "archetype/kernels/quant/gemv_vnni.hpp"
 
 namespace archetype::quant::vnni {
@@ -539,14 +540,7 @@ inline void reduce_transpose16(const __m512i d[16], __m512i out[4]) noexcept {
         e[g] = Sum ? _mm512_add_epi32(lo, _mm512_unpackhi_epi64(c[2 * g], c[2 * g + 1])) : lo;
     }
     // e[g] 128-bit lane L, dword q = row 4g + q: a 4x4 transpose of 128-bit lanes
-    const __m512i v0 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i v1 = _mm512_shuffle_i32x4(e[0], e[1], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512i v2 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i v3 = _mm512_shuffle_i32x4(e[2], e[3], _MM_SHUFFLE(3, 2, 3, 2));
-    out[0] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
-    out[1] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
-    out[2] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
-    out[3] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
+    lanes512::transpose_lanes4(e, out);
 }
 
 /// y[lane] for rows [r0, r0 + nr) (nr <= 16) against one quantised token a.
