@@ -282,6 +282,8 @@ template <> struct sub_traits<dec_q6_K> { static constexpr int sub = 16, zero = 
 inline constexpr std::size_t group_rows = 32; // two 16-row panels per group
 inline constexpr std::size_t prefetch_distance = 4096;
 inline constexpr std::size_t gemv_prefetch = 512; // per row, 16 rows in flight
+inline constexpr std::size_t gemv_linear_ahead = 32768; // linear L2 cursor over a 16-row group
+inline constexpr std::size_t gemv_linear_max_group = 49152; // ... used when the group is at most this many bytes
 
 /// Activations of one token: int8 quants, per-32 scale dx, per sub-block an
 /// auxiliary word: -z * sum(xq) (int32, zero-point types) or the float that
@@ -556,7 +558,16 @@ inline void gemv16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
     const std::uint8_t* aux = a + L.aux_off();
     __m512 acc = _mm512_setzero_ps();
     const std::size_t n_units = n_slices / D::slices;
+    // The 16 rows are contiguous (and the next group of this thread follows): one
+    // linear cursor keeps the DRAM stream 32 KiB ahead in L2, the per-row prefetch
+    // below brings each row's next bytes from there into L1.
+    // Measured: +45% decode on 576-wide rows, equal at 2048, slower (-18%) at 4096-wide
+    // rows, where the 16 per-row streams already keep the bus busy; so short rows only.
+    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + gemv_linear_ahead;
+    const std::size_t pf_step = 16 * row_bytes <= gemv_linear_max_group ? 16 * row_bytes / n_units : 0;
     for (std::size_t unit = 0; unit < n_units; ++unit) {
+        for (std::size_t o = 0; o < pf_step; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+        pf += pf_step;
         typename D::state st[16];
         for (std::size_t r = 0; r < 16; ++r) {
             const char* ahead = reinterpret_cast<const char*>(rp[r]) + unit * unit_bytes + gemv_prefetch;
