@@ -1,0 +1,202 @@
+#pragma once
+// Shared parts of the decoder benchmarks (one preset per executable, see
+// bench_decoder.cpp): the model files, our prefill/decode timing, llama-bench's
+// numbers on the same file, the bandwidth bound.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include <unistd.h>
+
+#include "archetype/io/gguf_quantize.hpp"
+#include "archetype/models/decoder_model.hpp"
+#include "archetype/runtime/decoder_session.hpp"
+#include "random_decoder.hpp"
+#include "bandwidth.hpp"
+
+namespace decoder_bench {
+using namespace archetype;
+using clk = std::chrono::steady_clock;
+
+inline double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+inline std::vector<std::int32_t> prompt(std::size_t n, std::size_t vocab) {
+    std::vector<std::int32_t> t(n);
+    for (std::size_t i = 0; i < n; ++i) t[i] = std::int32_t(random_decoder::splitmix(i) % vocab);
+    return t;
+}
+
+struct result {
+    double prefill = 0, decode = 0;
+};
+
+/// prefill `n_prefill` then decode `n_decode` tokens (tokens/s of each).
+template <class D>
+result run(const decoder_model<D>& m, std::size_t n_prefill, std::size_t n_decode, std::size_t n_ctx) {
+    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx});
+    std::vector<float> logits(m.n_vocab());
+    const auto p = prompt(n_prefill, m.n_vocab());
+    result r;
+    auto t0 = clk::now();
+    s.prefill(0, p, logits.data(), logits_rows::last);
+    r.prefill = double(n_prefill) / seconds_since(t0);
+    const int seq = 0;
+    std::int32_t tok = 1;
+    t0 = clk::now();
+    for (std::size_t i = 0; i < n_decode; ++i) {
+        s.decode(std::span<const int>(&seq, 1), std::span<const std::int32_t>(&tok, 1), logits.data());
+        tok = std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    r.decode = double(n_decode) / seconds_since(t0);
+    return r;
+}
+
+/// llama-bench's tokens/s (pp512, tg N, tg N at depth D), 0 where absent or not run.
+struct llama_result {
+    double prefill = 0, decode = 0, decode_depth = 0;
+};
+inline llama_result llama_bench(const std::string& bench, const std::string& file, std::size_t n_gen, std::size_t depth,
+                         std::size_t n_depth_gen) {
+    llama_result r;
+    auto run = [&](const std::string& args) {
+        const std::string cmd = bench + " -m " + file + " " + args + " -t 2 -r 3 -o json 2>/dev/null";
+        std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+        std::string out;
+        if (!p) return out;
+        char buf[4096];
+        while (std::size_t n = fread(buf, 1, sizeof buf, p.get())) out.append(buf, n);
+        return out;
+    };
+    auto field = [](const std::string& out, std::size_t from, const char* key) -> double {
+        const std::size_t k = out.find(key, from);
+        if (k == std::string::npos) return -1;
+        return std::strtod(out.c_str() + out.find(':', k) + 1, nullptr);
+    };
+    // each entry has "n_prompt": N, "n_gen": M, "n_depth": D, ..., "avg_ts": X
+    auto parse = [&](const std::string& out) {
+        std::size_t pos = 0;
+        while ((pos = out.find("\"n_prompt\"", pos)) != std::string::npos) {
+            const double n_prompt = field(out, pos, "\"n_prompt\""), n_gen_ = field(out, pos, "\"n_gen\""),
+                         n_depth = field(out, pos, "\"n_depth\""), ts = field(out, pos, "\"avg_ts\"");
+            if (n_prompt > 0 && n_gen_ == 0) r.prefill = ts;
+            if (n_gen_ > 0 && n_prompt == 0) (n_depth > 0 ? r.decode_depth : r.decode) = ts;
+            pos = out.find("\"avg_ts\"", pos);
+            if (pos == std::string::npos) break;
+        }
+    };
+    parse(run("-p 512 -n " + std::to_string(n_gen)));
+    if (depth) parse(run("-p 0 -n " + std::to_string(n_depth_gen) + " -d " + std::to_string(depth)));
+    return r;
+}
+
+/// Bytes a decode step reads from the weights: every matrix once, plus one
+/// row of the token embedding (all of it when the output is tied to it).
+inline double weight_bytes_per_token(const std::string& path) {
+    const auto f = gguf::file::open(path);
+    bool tied = true;
+    for (const auto& t : f.tensors()) tied = tied && t.name != "output.weight";
+    double b = 0;
+    for (const auto& t : f.tensors())
+        b += (t.name == "token_embd.weight" && !tied) ? double(t.n_bytes) / double(t.ne.back()) : double(t.n_bytes);
+    return b;
+}
+
+
+/// The benchmark files, written once (seeded: same bytes every time) under
+/// $TMPDIR/archetype_bench_decoder (or ARCHETYPE_BENCH_DIR) and reused by every
+/// preset's executable; written under a temporary name and renamed, so an
+/// interrupted run never leaves a truncated file behind.
+inline std::string bench_dir() {
+    if (const char* d = std::getenv("ARCHETYPE_BENCH_DIR")) return d;
+    return std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/archetype_bench_decoder";
+}
+inline bool exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+inline void publish(const std::string& tmp, const std::string& path) {
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
+}
+
+inline random_decoder::spec smol_spec() {
+    random_decoder::spec sp;
+    sp.n_vocab = 49152;
+    sp.n_embd = 576;
+    sp.n_layer = 30;
+    sp.n_head = 9;
+    sp.n_head_kv = 3;
+    sp.n_ff = 1536;
+    sp.n_ctx = 8192;
+    sp.seed = 135;
+    sp.scale = 0.05f;
+    return sp;
+}
+inline random_decoder::spec tiny_spec() {
+    random_decoder::spec tl;
+    tl.n_vocab = 32000;
+    tl.n_embd = 2048;
+    tl.n_layer = 22;
+    tl.n_head = 32;
+    tl.n_head_kv = 4;
+    tl.n_ff = 5632;
+    tl.n_ctx = 4096;
+    tl.seed = 1100;
+    tl.scale = 0.02f;
+    return tl;
+}
+
+/// Path of the `name` model ("smol" / "tiny") in `type` (F32, F16, Q8_0, Q4_0), made if absent.
+inline std::string model_file(const std::string& name, ggml_type type) {
+    const std::string dir = bench_dir();
+    std::system(("mkdir -p '" + dir + "'").c_str());
+    const std::string f32 = dir + "/" + name + "-F32.gguf";
+    const std::string path = dir + "/" + name + "-" + std::string(type_name(type)) + ".gguf";
+    if (exists(path)) return path;
+    const auto t0 = clk::now();
+    if (!exists(f32)) {
+        random_decoder::write(name == "tiny" ? tiny_spec() : smol_spec(), f32 + ".part");
+        publish(f32 + ".part", f32);
+    }
+    if (type != ggml_type::F32) {
+        gguf::quantize_file(f32, path + ".part", type);
+        publish(path + ".part", path);
+    }
+    std::printf("(wrote %s in %.1f s)\n", path.c_str(), seconds_since(t0));
+    return path;
+}
+
+/// One model file with preset D: ours (pp512 / tg / tg at depth), the read bandwidth
+/// measured right before, the fractions of the bandwidth bound, and llama-bench's
+/// numbers on the same file with ratios when `lb` (LLAMA_BENCH) is set.
+template <class D>
+void bench_file(const char* type, const std::string& path, const random_decoder::spec& sp, std::size_t n_tg,
+                std::size_t depth, const char* lb, thread_pool& bw_pool) {
+    const double bw = bench_util::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3);
+    const double wb = weight_bytes_per_token(path);
+    const std::size_t hd = sp.n_embd / sp.n_head;
+    const double kv_per_pos = double(sp.n_layer) * 2.0 * double(sp.n_head_kv * hd) * sizeof(float);
+    const auto m = load_model<D>(path);
+    const auto r = run(m, 512, n_tg, 512 + n_tg);
+    const auto rd = depth ? run(m, depth, 32, depth + 32) : result{};
+    const double bound = bw * 1e9 / wb, bound_d = bw * 1e9 / (wb + kv_per_pos * double(depth));
+    std::printf("  %-6s ours  %9.1f %9.2f %11.2f   bw %5.1f GB/s: tg %.2f of bound %.1f t/s", type, r.prefill,
+                r.decode, rd.decode, bw, r.decode / bound, bound);
+    if (depth) std::printf(", at depth %.2f of %.1f", rd.decode / bound_d, bound_d);
+    std::printf("\n");
+    if (lb) {
+        const auto l = llama_bench(lb, path, n_tg, depth, 32);
+        auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+        std::printf("  %-6s llama %9.1f %9.2f %11.2f   ratio pp %.2f  tg %.2f  tg@depth %.2f\n", type, l.prefill,
+                    l.decode, l.decode_depth, ratio(r.prefill, l.prefill), ratio(r.decode, l.decode),
+                    ratio(rd.decode, l.decode_depth));
+    }
+    std::fflush(stdout);
+}
+
+inline void header(std::size_t depth) {
+    std::printf("  %-6s %-5s %9s %9s %11s\n", "type", "", "pp512 t/s", "tg t/s", depth ? "tg@depth t/s" : "");
+}
+
+} // namespace decoder_bench
