@@ -22,12 +22,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/simd_util.hpp"
 #include "archetype/kernels/softmax.hpp"
 
@@ -49,6 +51,12 @@ struct attention_params {
     // optional additive bias: bias[h*bias_head_stride + i*ld_bias + j]
     const float* bias = nullptr;
     std::size_t ld_bias = 0, bias_head_stride = 0;
+    // alternatively keys / values stored as IEEE half (an F16 KV cache): set k16 / v16
+    // instead of k / v, same strides (in elements). Each task widens the rows it reads
+    // into a per-thread buffer (a 256-key chunk in decode), so the cache is read at half
+    // the bytes and the arithmetic stays float32.
+    const std::uint16_t* k16 = nullptr;
+    const std::uint16_t* v16 = nullptr;
 };
 
 /// Every key visible (bidirectional, or a mask given only as a bias).
@@ -71,6 +79,40 @@ inline std::vector<float>& attention_scratch() {
     return buf;
 }
 inline constexpr std::size_t attention_q_block = 16;
+
+// Per-thread buffer for keys / values widened from half (grows, then is reused).
+inline std::vector<float>& kv_widen_scratch() {
+    thread_local std::vector<float> buf;
+    return buf;
+}
+
+/// Keys and values [j0, j0 + n) of kv head g as float rows: the stored rows
+/// themselves (float cache; row stride p.ldkv) or widened from half into the
+/// per-thread buffer (row stride head_dim).
+struct kv_rows {
+    const float* k;
+    const float* v;
+    std::size_t ld;
+};
+inline kv_rows kv_view(const attention_params& p, std::size_t g, std::size_t j0, std::size_t n) {
+    const std::size_t hd = p.head_dim;
+    if (!p.k16) return {p.k + g * p.kv_head_stride + j0 * p.ldkv, p.v + g * p.kv_head_stride + j0 * p.ldkv, p.ldkv};
+    auto& buf = kv_widen_scratch();
+    if (buf.size() < 2 * n * hd) buf.resize(2 * n * hd);
+    float* k = buf.data();
+    float* v = k + n * hd;
+    const std::uint16_t* ks = p.k16 + g * p.kv_head_stride + j0 * p.ldkv;
+    const std::uint16_t* vs = p.v16 + g * p.kv_head_stride + j0 * p.ldkv;
+    if (p.ldkv == hd) {
+        f16_to_f32(ks, k, n * hd);
+        f16_to_f32(vs, v, n * hd);
+    } else
+        for (std::size_t j = 0; j < n; ++j) {
+            f16_to_f32(ks + j * p.ldkv, k + j * hd, hd);
+            f16_to_f32(vs + j * p.ldkv, v + j * hd, hd);
+        }
+    return {k, v, hd};
+}
 
 /// o[r] (+)= sum_j p[r][j] * v[j] for R rows and C full vectors of columns
 /// starting at column c0: R x C accumulators stay in registers over all keys
@@ -159,17 +201,16 @@ void attention_decode(const attention_params& p, Visible& visible, std::pair<std
         const std::size_t g = t / n_chunks, c = t % n_chunks;
         const std::size_t j0 = lo + c * decode_chunk, nc = std::min(decode_chunk, hi - j0);
         const std::size_t h0 = g * group;
-        const float* kh = p.k + g * p.kv_head_stride + j0 * p.ldkv;
-        const float* vh = p.v + g * p.kv_head_stride + j0 * p.ldkv;
+        const kv_rows kv = kv_view(p, g, j0, nc);
         auto& sbuf = attention_scratch();
         if (sbuf.size() < group * nc + group * hd) sbuf.resize(group * nc + group * hd);
         float* s = sbuf.data();
         float* o = s + group * nc;
         const float* q = p.q + h0 * hd;
         if (group == 1)
-            gemv(kh, p.ldkv, q, s, nc, hd);
+            gemv(kv.k, kv.ld, q, s, nc, hd);
         else
-            gemm_nt(q, hd, kh, p.ldkv, s, nc, group, nc, hd);
+            gemm_nt(q, hd, kv.k, kv.ld, s, nc, group, nc, hd);
         for (std::size_t r = 0; r < group; ++r) {
             float* row = s + r * nc;
             const float* b = p.bias ? p.bias + (h0 + r) * p.bias_head_stride + j0 : nullptr;
@@ -180,7 +221,7 @@ void attention_decode(const attention_params& p, Visible& visible, std::pair<std
             dst[hd] = sp.max;
             dst[hd + 1] = sp.sum;
         }
-        pv(s, nc, group, nc, vh, p.ldkv, o, hd, hd);
+        pv(s, nc, group, nc, kv.v, kv.ld, o, hd, hd);
         for (std::size_t r = 0; r < group; ++r)
             std::copy(o + r * hd, o + (r + 1) * hd, parts + ((h0 + r) * n_chunks + c) * part);
     };
@@ -238,16 +279,15 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
             for (std::size_t r = 0; r < m; ++r) std::fill(o0 + r * p.ldo, o0 + r * p.ldo + hd, 0.f);
             return;
         }
-        const float* kh = p.k + g * p.kv_head_stride + lo * p.ldkv;
-        const float* vh = p.v + g * p.kv_head_stride + lo * p.ldkv;
+        const detail::kv_rows kv = detail::kv_view(p, g, lo, n);
         auto& buf = detail::attention_scratch();
         if (buf.size() < m * n) buf.resize(m * n);
         float* s = buf.data();
         // scores for the whole block in one GEMM (one GEMV for a single row)
         if (m == 1)
-            gemv(kh, p.ldkv, p.q + i0 * p.ldq + h * hd, s, n, hd);
+            gemv(kv.k, kv.ld, p.q + i0 * p.ldq + h * hd, s, n, hd);
         else
-            gemm_nt(p.q + i0 * p.ldq + h * hd, p.ldq, kh, p.ldkv, s, n, m, n, hd);
+            gemm_nt(p.q + i0 * p.ldq + h * hd, p.ldq, kv.k, kv.ld, s, n, m, n, hd);
         for (std::size_t r = 0; r < m; ++r) {
             const std::size_t i = i0 + r;
             float* row = s + r * n;
@@ -256,7 +296,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                 row[j] = visible(i, lo + j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
             softmax(row, n);
         }
-        detail::pv(s, n, m, n, vh, p.ldkv, o0, p.ldo, hd);
+        detail::pv(s, n, m, n, kv.v, kv.ld, o0, p.ldo, hd);
     };
     const std::size_t n_tasks = p.n_head * n_blocks;
     if (pool)

@@ -1,7 +1,8 @@
 #pragma once
 // Key/value cache of a decoder session: per sequence, per layer, per kv head a
-// contiguous [cells x head_dim] block of K and one of V (float32), so attention
-// of one head streams one block. A layer's cells are either
+// contiguous [cells x head_dim] block of K and one of V, so attention of one head
+// streams one block. Elements are float32, or IEEE half when the layout says so
+// (half the memory and half the bytes attention reads; llama.cpp's default). A layer's cells are either
 //
 //   full    one cell per position 0 .. n_ctx-1 (cell = position), or
 //   rolling a ring of sink + window cells: positions < sink keep cells 0..sink-1,
@@ -26,6 +27,7 @@ struct kv_layout {
     std::size_t n_ctx = 0;          // positions 0 .. n_ctx-1 are allowed
     std::size_t window = 0, sink = 0;
     std::vector<bool> rolling;      // per layer: ring of sink + window cells
+    bool half = false;              // elements are IEEE half instead of float32
     std::size_t cells(std::size_t il) const noexcept { return rolling[il] ? sink + window : n_ctx; }
 };
 
@@ -48,24 +50,33 @@ public:
     std::size_t cells(std::size_t il) const noexcept { return layout_.cells(il); }
     bool rolling(std::size_t il) const noexcept { return layout_.rolling[il]; }
     bool has_rolling() const noexcept { return has_rolling_; }
+    bool half() const noexcept { return layout_.half; }
+    std::size_t element_bytes() const noexcept { return layout_.half ? 2 : 4; }
     /// Bytes one sequence's cache occupies once used.
-    std::size_t bytes_per_sequence() const noexcept { return floats_per_seq_ * sizeof(float); }
+    std::size_t bytes_per_sequence() const noexcept { return floats_per_seq_ * element_bytes(); }
     /// Bytes allocated now, over all sequences.
     std::size_t allocated_bytes() const noexcept {
         std::size_t n = 0;
-        for (const auto& s : seqs_) n += s.data.capacity() * sizeof(float);
+        for (const auto& s : seqs_) n += s.data.capacity() * sizeof(float) + s.data16.capacity() * sizeof(std::uint16_t);
         return n;
     }
 
     /// Next position of sequence s (= number of tokens it holds).
     std::int64_t n_past(std::size_t s) const noexcept { return seqs_[s].n_past; }
 
-    /// K block of (sequence, layer, kv head): [cells x head_dim].
+    /// K block of (sequence, layer, kv head): [cells x head_dim] (float layout).
     float* k(std::size_t s, std::size_t il, std::size_t g) noexcept {
         return seqs_[s].data.data() + offsets_[il] + g * cells(il) * layout_.head_dim;
     }
     float* v(std::size_t s, std::size_t il, std::size_t g) noexcept {
         return k(s, il, g) + layout_.n_head_kv * cells(il) * layout_.head_dim;
+    }
+    /// The same blocks in the half layout.
+    std::uint16_t* k16(std::size_t s, std::size_t il, std::size_t g) noexcept {
+        return seqs_[s].data16.data() + offsets_[il] + g * cells(il) * layout_.head_dim;
+    }
+    std::uint16_t* v16(std::size_t s, std::size_t il, std::size_t g) noexcept {
+        return k16(s, il, g) + layout_.n_head_kv * cells(il) * layout_.head_dim;
     }
     /// Stride between kv heads of layer il.
     std::size_t head_stride(std::size_t il) const noexcept { return cells(il) * layout_.head_dim; }
@@ -81,7 +92,10 @@ public:
     /// Allocates sequence s's memory if needed (called before a forward pass writes it).
     void ensure(std::size_t s) {
         auto& q = seqs_[s];
-        if (q.data.empty()) q.data.assign(floats_per_seq_, 0.f);
+        if (layout_.half) {
+            if (q.data16.empty()) q.data16.assign(floats_per_seq_, 0);
+        } else if (q.data.empty())
+            q.data.assign(floats_per_seq_, 0.f);
         if (has_rolling_ && q.ring_pos.empty()) q.ring_pos.assign(layout_.sink + layout_.window, -1);
     }
     /// Records that positions n_past .. n_past+n-1 of s are written.
@@ -104,11 +118,12 @@ public:
         ensure(dst);
         auto& a = seqs_[src];
         auto& b = seqs_[dst];
-        if (a.data.empty()) {
+        if (a.data.empty() && a.data16.empty()) {
             clear(dst);
             return;
         }
         std::copy(a.data.begin(), a.data.end(), b.data.begin());
+        std::copy(a.data16.begin(), a.data16.end(), b.data16.begin());
         b.ring_pos = a.ring_pos;
         b.n_past = a.n_past;
     }
@@ -116,12 +131,13 @@ public:
 private:
     struct sequence {
         std::int64_t n_past = 0;
-        std::vector<float> data;
+        std::vector<float> data;            // float layout
+        std::vector<std::uint16_t> data16;  // half layout
         std::vector<std::int64_t> ring_pos;
     };
     kv_layout layout_;
     std::vector<std::size_t> offsets_;
-    std::size_t floats_per_seq_ = 0;
+    std::size_t floats_per_seq_ = 0; // elements per sequence
     bool has_rolling_ = false;
     std::vector<sequence> seqs_;
 };

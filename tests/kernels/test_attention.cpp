@@ -1,0 +1,157 @@
+// kernels/attention.hpp against its scalar twin (kernels/reference/attention.hpp):
+// prefill blocks and single-row decode (chunked keys), GQA groups, causal and
+// windowed visibility with key ranges, additive bias, a float and a half K/V store.
+#define BOOST_TEST_MODULE attention
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "archetype/core/half.hpp"
+#include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/attention.hpp"
+#include "archetype/kernels/reference/attention.hpp"
+#include "kernel_test_util.hpp"
+
+namespace k = archetype::kernels;
+
+namespace {
+struct problem {
+    std::size_t n_head, n_head_kv, hd, n_q, n_kv;
+    std::int64_t window = 0; // 0: causal only
+    bool bias = false, half = false;
+};
+
+// Query row i sits at position n_kv - n_q + i; key j at position j (a cache plus the block).
+void check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
+    const std::size_t qw = pr.n_head * pr.hd, kw = pr.n_head_kv * pr.hd;
+    auto q = kt::random_vec(pr.n_q * qw, seed);
+    auto kf = kt::random_vec(pr.n_kv * kw, seed + 1);
+    auto vf = kt::random_vec(pr.n_kv * kw, seed + 2);
+    std::vector<std::uint16_t> k16(kf.size()), v16(vf.size());
+    if (pr.half) {
+        // the half store holds the rounded values; the float copies hold the same values
+        for (std::size_t i = 0; i < kf.size(); ++i) {
+            k16[i] = archetype::fp32_to_fp16(kf[i]);
+            v16[i] = archetype::fp32_to_fp16(vf[i]);
+        }
+    }
+    auto bias = kt::random_vec(pr.n_head * pr.n_q * pr.n_kv, seed + 3, -2.f, 2.f);
+    const std::int64_t p0 = std::int64_t(pr.n_kv - pr.n_q);
+    auto visible = [&](std::size_t i, std::size_t j) {
+        const std::int64_t pq = p0 + std::int64_t(i), pk = std::int64_t(j);
+        return pk <= pq && (pr.window == 0 || pq - pk < pr.window);
+    };
+    auto range = [&](std::size_t i0, std::size_t i1, std::size_t n) {
+        std::int64_t lo = pr.window ? std::max<std::int64_t>(0, p0 + std::int64_t(i0) - pr.window + 1) : 0;
+        const std::int64_t hi = std::min<std::int64_t>(std::int64_t(n), p0 + std::int64_t(i1));
+        return std::pair<std::size_t, std::size_t>(std::size_t(std::min(lo, hi)), std::size_t(hi));
+    };
+    k::attention_params p;
+    p.n_head = pr.n_head;
+    p.n_head_kv = pr.n_head_kv;
+    p.head_dim = pr.hd;
+    p.scale = 1.f / std::sqrt(float(pr.hd));
+    p.q = q.data();
+    p.ldq = qw;
+    p.n_q = pr.n_q;
+    // head-major store [n_head_kv][n_kv][hd], as the decoder's cache
+    std::vector<float> kh(kf.size()), vh(vf.size());
+    std::vector<std::uint16_t> kh16(kf.size()), vh16(vf.size());
+    for (std::size_t j = 0; j < pr.n_kv; ++j)
+        for (std::size_t g = 0; g < pr.n_head_kv; ++g)
+            for (std::size_t c = 0; c < pr.hd; ++c) {
+                const std::size_t src = j * kw + g * pr.hd + c, dst = (g * pr.n_kv + j) * pr.hd + c;
+                kh[dst] = kf[src];
+                vh[dst] = vf[src];
+                kh16[dst] = k16[src];
+                vh16[dst] = v16[src];
+            }
+    if (pr.half) {
+        p.k16 = kh16.data();
+        p.v16 = vh16.data();
+    } else {
+        p.k = kh.data();
+        p.v = vh.data();
+    }
+    p.ldkv = pr.hd;
+    p.kv_head_stride = pr.n_kv * pr.hd;
+    p.n_kv = pr.n_kv;
+    if (pr.bias) {
+        p.bias = bias.data();
+        p.ld_bias = pr.n_kv;
+        p.bias_head_stride = pr.n_q * pr.n_kv;
+    }
+    std::vector<float> out(pr.n_q * qw, -1.f), ref(pr.n_q * qw, -2.f);
+    p.out = out.data();
+    p.ldo = qw;
+    k::attention(p, visible, range, pool);
+    auto pr_ = p;
+    pr_.out = ref.data();
+    k::reference::attention(pr_, visible);
+    BOOST_TEST_CONTEXT("heads " << pr.n_head << "/" << pr.n_head_kv << " hd " << pr.hd << " n_q " << pr.n_q << " n_kv "
+                                << pr.n_kv << " window " << pr.window << " bias " << pr.bias << " half " << pr.half) {
+        BOOST_TEST(kt::nmse(out, ref) < 1e-11);
+    }
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(prefill_and_decode_match_the_reference) {
+    archetype::thread_pool pool(2);
+    unsigned seed = 1;
+    for (bool half : {false, true})
+        for (bool bias : {false, true})
+            for (std::int64_t window : {std::int64_t(0), std::int64_t(37)}) {
+                // decode: one row over many keys (several 256-key chunks, a partial last one)
+                check({9, 3, 64, 1, 700, window, bias, half}, &pool, seed++);
+                check({4, 4, 64, 1, 257, window, bias, half}, &pool, seed++);
+                check({8, 1, 32, 1, 33, window, bias, half}, nullptr, seed++);
+                // prefill: blocks of 16 rows, a cache in front of the block
+                check({9, 3, 64, 40, 300, window, bias, half}, &pool, seed++);
+                check({6, 2, 48, 17, 17, window, bias, half}, nullptr, seed++);
+            }
+}
+
+BOOST_AUTO_TEST_CASE(half_store_equals_float_store_of_the_rounded_values) {
+    // The half path only widens: against a float store holding the same (rounded)
+    // values it must give bitwise the same outputs.
+    const std::size_t H = 6, G = 2, hd = 64, n_kv = 600;
+    auto q = kt::random_vec(H * hd, 5);
+    auto kf = kt::random_vec(G * n_kv * hd, 6), vf = kt::random_vec(G * n_kv * hd, 7);
+    std::vector<std::uint16_t> k16(kf.size()), v16(vf.size());
+    for (std::size_t i = 0; i < kf.size(); ++i) {
+        k16[i] = archetype::fp32_to_fp16(kf[i]);
+        v16[i] = archetype::fp32_to_fp16(vf[i]);
+        kf[i] = archetype::fp16_to_fp32(k16[i]);
+        vf[i] = archetype::fp16_to_fp32(v16[i]);
+    }
+    archetype::thread_pool pool(2);
+    for (std::size_t n_q : {std::size_t(1), std::size_t(20)}) {
+        k::attention_params p;
+        p.n_head = H;
+        p.n_head_kv = G;
+        p.head_dim = hd;
+        p.scale = 0.125f;
+        std::vector<float> qq(n_q * H * hd);
+        for (std::size_t i = 0; i < qq.size(); ++i) qq[i] = q[i % q.size()] * float(1 + i / q.size());
+        p.q = qq.data();
+        p.ldq = H * hd;
+        p.n_q = n_q;
+        p.ldkv = hd;
+        p.kv_head_stride = n_kv * hd;
+        p.n_kv = n_kv;
+        p.ldo = H * hd;
+        std::vector<float> a(n_q * H * hd), b(n_q * H * hd);
+        p.k = kf.data();
+        p.v = vf.data();
+        p.out = a.data();
+        k::attention(p, &pool);
+        p.k = nullptr;
+        p.v = nullptr;
+        p.k16 = k16.data();
+        p.v16 = v16.data();
+        p.out = b.data();
+        k::attention(p, &pool);
+        BOOST_TEST(a == b);
+    }
+}
