@@ -2,7 +2,7 @@
 // with archetype's GGUF writer: feeding modes agree, RollingCache == FullCache
 // under the same window, batched decode == decoding alone, the rolling cache
 // holds exactly W cells, MoE against a direct computation, errors leave the
-// state unchanged, tied output.
+// state unchanged, tied output; the same properties with a half (F16) KV cache.
 #define BOOST_TEST_MODULE decoder_properties
 #include <boost/test/unit_test.hpp>
 
@@ -44,8 +44,8 @@ double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
 /// Logits of every position fed in calls of `step` tokens (0 = one call).
 template <class D>
 std::vector<float> feed(const decoder_model<D>& m, const std::vector<std::int32_t>& t, std::size_t step,
-                        std::size_t n_ctx = 512, std::size_t threads = 2) {
-    auto s = session(m, {.n_threads = threads, .max_sequences = 1, .n_ctx = n_ctx});
+                        std::size_t n_ctx = 512, std::size_t threads = 2, kv_cache_type kv = kv_cache_type::f32) {
+    auto s = session(m, {.n_threads = threads, .max_sequences = 1, .n_ctx = n_ctx, .kv_type = kv});
     const std::size_t V = m.n_vocab();
     std::vector<float> out(t.size() * V);
     if (step == 0) step = t.size();
@@ -396,5 +396,65 @@ BOOST_AUTO_TEST_CASE(tied_output_uses_the_token_embedding) {
         double d = 0;
         for (std::size_t i = 0; i < E; ++i) d += double(row[i]) * hidden[i];
         BOOST_TEST(std::abs(logits[v] - d) <= 1e-5);
+    }
+}
+
+// ---- F16 (half) KV cache: the same properties, and half the bytes ----
+// Tolerance: feeding modes and cache kinds differ in the last bits of K and V
+// (GEMM block shapes, ring order of the attention sums; 1e-7 relative, see the
+// float tests above). Rounding to half turns such a difference, where it falls
+// on a rounding boundary, into one half-ulp step of that element (2^-11
+// relative), measured as up to ~5e-5 on these logits; 5e-4 leaves 10x margin
+// while a wrong cell, position or rounding would move them by 1e-2 or more.
+constexpr double half_tol = 5e-4;
+
+BOOST_AUTO_TEST_CASE(half_cache_feeding_modes_and_rolling_agree) {
+    temp_model f(llama_spec(), "half");
+    const auto h = kv_cache_type::f16;
+    const auto m = load_model<Decoder<GQA<4, 2>, RoPE>>(f.path);
+    const auto t = tokens(61, 1, m.n_vocab());
+    const auto batch = feed(m, t, 0, 512, 2, h);
+    BOOST_TEST(max_abs(batch, feed(m, t, 1, 512, 2, h)) <= half_tol);
+    BOOST_TEST(max_abs(batch, feed(m, t, 5, 512, 2, h)) <= half_tol);
+    BOOST_TEST(max_abs(batch, feed(m, t, 7, 512, 1, h)) <= half_tol);
+    // half rounding of K and V (relative 2^-11) moves the logits a little, not more
+    const auto f32 = feed(m, t, 0);
+    const double d = max_abs(batch, f32);
+    BOOST_TEST(d > 0.0);
+    BOOST_TEST(d < 2e-2);
+
+    using Full = Decoder<GQA<4, 2>, RoPE, SlidingWindow<16>, FullCache>;
+    using Roll = Decoder<GQA<4, 2>, RoPE, SlidingWindow<16>, RollingCache>;
+    const auto mf = load_model<Full>(f.path);
+    const auto mr = load_model<Roll>(f.path);
+    const auto t3 = tokens(300, 2, mf.n_vocab());
+    const auto full = feed(mf, t3, 0, 512, 2, h);
+    BOOST_TEST(max_abs(full, feed(mr, t3, 0, 512, 2, h)) <= half_tol);
+    BOOST_TEST(max_abs(full, feed(mr, t3, 1, 512, 2, h)) <= half_tol);
+    BOOST_TEST(max_abs(full, feed(mr, t3, 37, 512, 2, h)) <= half_tol);
+}
+
+BOOST_AUTO_TEST_CASE(half_cache_takes_half_the_bytes) {
+    temp_model f(llama_spec(), "halfcells");
+    using Roll = Decoder<GQA<4, 2, 16>, RoPE, SlidingWindow<16>, RollingCache>;
+    const auto m = load_model<Roll>(f.path);
+    auto s = session(m, {.n_threads = 1, .max_sequences = 2, .n_ctx = 4096, .kv_type = kv_cache_type::f16});
+    const std::size_t per_seq = 2 /*layers*/ * 2 /*K,V*/ * 2 /*kv heads*/ * 16 /*cells*/ * 16 /*head dim*/ * 2 /*bytes*/;
+    BOOST_TEST(s.cache().bytes_per_sequence() == per_seq);
+    s.prefill(0, tokens(500, 3, m.n_vocab()), nullptr);
+    BOOST_TEST(s.cache().allocated_bytes() == per_seq);
+    // two sequences decoded in one batch == each alone, with a half cache
+    s.prefill(1, tokens(20, 4, m.n_vocab()), nullptr);
+    auto a = session(m, {.n_threads = 1, .max_sequences = 2, .n_ctx = 4096, .kv_type = kv_cache_type::f16});
+    a.prefill(0, tokens(500, 3, m.n_vocab()), nullptr);
+    a.prefill(1, tokens(20, 4, m.n_vocab()), nullptr);
+    const std::size_t V = m.n_vocab();
+    std::vector<float> both(2 * V), one(V);
+    const int seqs[2] = {0, 1};
+    const std::int32_t toks[2] = {7, 9};
+    s.decode(seqs, toks, both.data());
+    for (int q = 0; q < 2; ++q) {
+        a.decode(std::span<const int>(&seqs[q], 1), std::span<const std::int32_t>(&toks[q], 1), one.data());
+        BOOST_TEST(max_abs(std::vector<float>(both.begin() + q * std::ptrdiff_t(V), both.begin() + (q + 1) * std::ptrdiff_t(V)), one) <= half_tol);
     }
 }

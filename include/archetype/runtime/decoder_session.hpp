@@ -46,11 +46,19 @@
 
 namespace archetype {
 
+/// Element type of the key/value cache.
+enum class kv_cache_type {
+    f32, ///< float32: exact (the default)
+    f16  ///< IEEE half: half the memory and half the bytes attention reads at depth
+         ///< (llama.cpp's default); K and V are rounded to half when stored
+};
+
 struct decoder_session_options {
     std::size_t n_threads = std::max(1u, std::thread::hardware_concurrency());
     std::size_t max_sequences = 1;
     std::size_t n_ctx = 0;      ///< positions 0..n_ctx-1 per sequence; 0 = the file's context_length
     std::size_t n_ubatch = 512; ///< largest number of tokens in one forward pass
+    kv_cache_type kv_type = kv_cache_type::f32;
 };
 
 /// Which rows of logits (and hidden states) prefill writes.
@@ -87,6 +95,7 @@ public:
         L.n_ctx = opt_.n_ctx;
         L.window = hp.window;
         L.sink = D::cache::rolling ? D::cache::sink : 0;
+        L.half = opt_.kv_type == kv_cache_type::f16;
         L.rolling.assign(L.n_layer, false);
         for (std::size_t il = 0; il < L.n_layer; ++il) L.rolling[il] = D::cache::rolling && hp.windowed[il];
         cache_ = runtime::kv_cache(L, opt_.max_sequences);
@@ -112,8 +121,14 @@ public:
         }
         if (cache_.has_rolling()) {
             const std::size_t cells = L.sink + L.window;
-            ck_.assign(L.n_head_kv * (cells + chunk_) * L.head_dim, 0.f);
-            cv_.assign(ck_.size(), 0.f);
+            const std::size_t n = L.n_head_kv * (cells + chunk_) * L.head_dim;
+            if (L.half) {
+                ck16_.assign(n, 0);
+                cv16_.assign(n, 0);
+            } else {
+                ck_.assign(n, 0.f);
+                cv_.assign(n, 0.f);
+            }
             cpos_.assign(cells + chunk_, -1);
         }
         groups_.reserve(rows_);
@@ -274,13 +289,9 @@ private:
             // full cache: cell = position; write the rows, then attend over the
             // cells a query of this group can see
             for (std::size_t g = 0; g < G; ++g)
-                for (std::size_t i = 0; i < m; ++i) {
-                    std::memcpy(cache_.k(s, il, g) + std::size_t(p0 + std::int64_t(i)) * hd, kr + i * kw + g * hd, hd * sizeof(float));
-                    std::memcpy(cache_.v(s, il, g) + std::size_t(p0 + std::int64_t(i)) * hd, vr + i * kw + g * hd, hd * sizeof(float));
-                }
+                for (std::size_t i = 0; i < m; ++i) store(s, il, g, std::size_t(p0 + std::int64_t(i)), kr + i * kw + g * hd, vr + i * kw + g * hd);
             const std::int64_t j0 = rule.window ? std::max<std::int64_t>(0, p0 - rule.window + 1) : 0;
-            p.k = cache_.k(s, il, 0) + std::size_t(j0) * hd;
-            p.v = cache_.v(s, il, 0) + std::size_t(j0) * hd;
+            point_at_cache(p, s, il, std::size_t(j0));
             p.ldkv = hd;
             p.kv_head_stride = cache_.head_stride(il);
             p.n_kv = std::size_t(p0 - j0) + m;
@@ -303,12 +314,8 @@ private:
             // one token: the cell it takes holds a position the token cannot see
             // (p - W), so write first and attend over the ring in place
             const std::size_t c = cache_.ring_cell(p0);
-            for (std::size_t g = 0; g < G; ++g) {
-                std::memcpy(cache_.k(s, il, g) + c * hd, kr + g * hd, hd * sizeof(float));
-                std::memcpy(cache_.v(s, il, g) + c * hd, vr + g * hd, hd * sizeof(float));
-            }
-            p.k = cache_.k(s, il, 0);
-            p.v = cache_.v(s, il, 0);
+            for (std::size_t g = 0; g < G; ++g) store(s, il, g, c, kr + g * hd, vr + g * hd);
+            point_at_cache(p, s, il, 0);
             p.ldkv = hd;
             p.kv_head_stride = cache_.head_stride(il);
             p.n_kv = cells;
@@ -320,6 +327,17 @@ private:
         // write the chunk into the ring
         const std::size_t n_kv = cells + m;
         for (std::size_t g = 0; g < G; ++g) {
+            if (cache_.half()) {
+                std::uint16_t* ck = ck16_.data() + g * n_kv * hd;
+                std::uint16_t* cv = cv16_.data() + g * n_kv * hd;
+                std::memcpy(ck, cache_.k16(s, il, g), cells * hd * sizeof(std::uint16_t));
+                std::memcpy(cv, cache_.v16(s, il, g), cells * hd * sizeof(std::uint16_t));
+                for (std::size_t i = 0; i < m; ++i) {
+                    kernels::f32_to_f16(kr + i * kw + g * hd, ck + (cells + i) * hd, hd);
+                    kernels::f32_to_f16(vr + i * kw + g * hd, cv + (cells + i) * hd, hd);
+                }
+                continue;
+            }
             float* ck = ck_.data() + g * n_kv * hd;
             float* cv = cv_.data() + g * n_kv * hd;
             std::memcpy(ck, cache_.k(s, il, g), cells * hd * sizeof(float));
@@ -331,8 +349,13 @@ private:
         }
         for (std::size_t j = 0; j < cells; ++j) cpos_[j] = rp[j];
         for (std::size_t i = 0; i < m; ++i) cpos_[cells + i] = p0 + std::int64_t(i);
-        p.k = ck_.data();
-        p.v = cv_.data();
+        if (cache_.half()) {
+            p.k16 = ck16_.data();
+            p.v16 = cv16_.data();
+        } else {
+            p.k = ck_.data();
+            p.v = cv_.data();
+        }
         p.ldkv = hd;
         p.kv_head_stride = n_kv * hd;
         p.n_kv = n_kv;
@@ -345,10 +368,31 @@ private:
                            pool_.get());
         for (std::size_t i = 0; i < m; ++i) {
             const std::size_t c = cache_.ring_cell(p0 + std::int64_t(i));
-            for (std::size_t g = 0; g < G; ++g) {
-                std::memcpy(cache_.k(s, il, g) + c * hd, kr + i * kw + g * hd, hd * sizeof(float));
-                std::memcpy(cache_.v(s, il, g) + c * hd, vr + i * kw + g * hd, hd * sizeof(float));
-            }
+            for (std::size_t g = 0; g < G; ++g) store(s, il, g, c, kr + i * kw + g * hd, vr + i * kw + g * hd);
+        }
+    }
+
+    /// Writes one key row and one value row into cell c of (sequence, layer, kv head),
+    /// rounding to half for a half cache.
+    void store(std::size_t s, std::size_t il, std::size_t g, std::size_t c, const float* k, const float* v) {
+        const std::size_t hd = m_->hparams().attn.head_dim;
+        if (cache_.half()) {
+            kernels::f32_to_f16(k, cache_.k16(s, il, g) + c * hd, hd);
+            kernels::f32_to_f16(v, cache_.v16(s, il, g) + c * hd, hd);
+        } else {
+            std::memcpy(cache_.k(s, il, g) + c * hd, k, hd * sizeof(float));
+            std::memcpy(cache_.v(s, il, g) + c * hd, v, hd * sizeof(float));
+        }
+    }
+    /// Attention reads the cache of (sequence, layer) from cell c0 on.
+    void point_at_cache(kernels::attention_params& p, std::size_t s, std::size_t il, std::size_t c0) {
+        const std::size_t hd = m_->hparams().attn.head_dim;
+        if (cache_.half()) {
+            p.k16 = cache_.k16(s, il, 0) + c0 * hd;
+            p.v16 = cache_.v16(s, il, 0) + c0 * hd;
+        } else {
+            p.k = cache_.k(s, il, 0) + c0 * hd;
+            p.v = cache_.v(s, il, 0) + c0 * hd;
         }
     }
 
@@ -405,6 +449,7 @@ private:
     runtime::kv_cache cache_;
     std::size_t chunk_ = 0, rows_ = 0;
     std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_, ck_, cv_;
+    std::vector<std::uint16_t> ck16_, cv16_; // the rolling chunk's keys / values for a half cache
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
     std::vector<float> cos_swa_, sin_swa_;
     std::vector<std::int64_t> pos_, cpos_;
