@@ -1,5 +1,5 @@
 // archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]
-//                    [--top-p P] [--repeat-penalty R] [--threads N] [--chat]
+//                    [--top-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]
 // Text generation with a decoder GGUF (llama, mellum, gemma3): the tokenizer is
 // read from the same file (BOS added when the file says so), the prompt is fed in
 // one prefill, then one token at a time is sampled (runtime/sampling.hpp) and
@@ -41,7 +41,7 @@ namespace archetype::tools {
 namespace {
 constexpr const char* generate_usage =
     "usage: archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]\n"
-    "                          [--top-p P] [--repeat-penalty R] [--threads N] [--chat]\n"
+    "                          [--top-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]\n"
     "  -n N                 tokens to generate (default 128)\n"
     "  --temp T             0 = greedy (default 0.8)\n"
     "  --seed S             random seed (default 0)\n"
@@ -49,6 +49,7 @@ constexpr const char* generate_usage =
     "  --top-p P            nucleus sampling threshold in (0, 1] (default 0.95)\n"
     "  --repeat-penalty R   CTRL penalty on the last 64 tokens (default 1.0 = none)\n"
     "  --threads N          default: the number of cores\n"
+    "  --kv f32|f16         KV cache elements (default f32; f16 halves the cache)\n"
     "  --chat               wrap the prompt in the model's chat template (ChatML or Gemma)\n"
     "  --system TEXT        with --chat: a system message\n";
 
@@ -57,6 +58,7 @@ struct generate_args {
     bool have_prompt = false, chat = false;
     std::size_t n = 128;
     std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+    kv_cache_type kv = kv_cache_type::f32;
     sampling_params sp{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .repeat_penalty = 1.f};
 };
 
@@ -126,7 +128,11 @@ int cmd_generate(int argc, char** argv) {
         else if (o == "--top-p") a.sp.top_p = parse_number<float>(o, v, 1e-6f, 1.f);
         else if (o == "--repeat-penalty") a.sp.repeat_penalty = parse_number<float>(o, v, 1e-3f, 100.f);
         else if (o == "--threads") a.threads = parse_number<std::size_t>(o, v, 1, 1024);
-        else throw argument_error("unknown option '" + std::string(o) + "' (try --help)");
+        else if (o == "--kv") {
+            if (v == "f32") a.kv = kv_cache_type::f32;
+            else if (v == "f16") a.kv = kv_cache_type::f16;
+            else throw argument_error("--kv '" + std::string(v) + "' is not f32 or f16");
+        } else throw argument_error("unknown option '" + std::string(o) + "' (try --help)");
     }
     if (a.model.empty()) throw argument_error("--model FILE is required");
     if (!a.have_prompt) throw argument_error("--prompt TEXT is required");
@@ -152,7 +158,7 @@ int cmd_generate(int argc, char** argv) {
 
     return with_decoder(std::move(file), [&](const auto& model) {
         const std::size_t V = model.n_vocab();
-        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = prompt.size() + a.n + 1});
+        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = prompt.size() + a.n + 1, .kv_type = a.kv});
         std::fprintf(stderr, " %zu layers, %zu-token vocabulary, %.2f s\n", model.hparams().dims.n_layer, V,
                      seconds_since(t_load));
         std::fprintf(stderr, "prompt: %zu tokens\n", prompt.size());

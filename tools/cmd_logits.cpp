@@ -1,5 +1,5 @@
 // archetype logits --model FILE (--tokens FILE.i32.bin | --ids 1,2,3) --out FILE.f32.bin
-//                  [--mode batch|sequential|chunked] [--chunk N] [--threads N]
+//                  [--mode batch|sequential|chunked] [--chunk N] [--threads N] [--kv f32|f16]
 //                  [--group-norm-eps X]   (RWKV: eps of ln_x, default 64e-5, the official value)
 // Logits of every position, float32 [n_tokens x n_vocab], row-major, no header.
 // The ids are fed exactly as given (no BOS). Modes: batch = the whole prompt in
@@ -39,12 +39,14 @@ struct logits_args {
     std::size_t chunk = 5;
     std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
     float group_norm_eps = 64e-5f;
+    kv_cache_type kv = kv_cache_type::f32;
 };
 
 constexpr const char* logits_usage =
     "usage: archetype logits --model FILE (--tokens FILE.i32.bin | --ids 1,2,3) --out FILE.f32.bin\n"
     "                        [--mode batch|sequential|chunked] [--chunk N] [--threads N]\n"
     "                        [--group-norm-eps X]   (RWKV ln_x eps; default 64e-5)\n"
+    "                        [--kv f32|f16]         (KV cache elements of attention models; default f32)\n"
     "--ids takes ids separated by commas or spaces.\n";
 
 std::size_t parse_count(std::string_view flag, std::string_view s, std::size_t max) {
@@ -69,7 +71,7 @@ std::size_t step_of(const logits_args& a, std::size_t n) {
 int logits_decoder(gguf::file file, const logits_args& a) {
     return with_decoder(std::move(file), [&](const auto& model) {
         const std::size_t n = a.tokens.size(), V = model.n_vocab();
-        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(n, 1)});
+        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(n, 1), .kv_type = a.kv});
         std::vector<float> logits(n * V);
         const std::size_t step = step_of(a, n);
         for (std::size_t b = 0; b < n; b += step) {
@@ -135,7 +137,11 @@ int cmd_logits(int argc, char** argv) {
             else throw argument_error("--mode '" + std::string(v) + "' is not batch, sequential or chunked");
         } else if (o == "--chunk") a.chunk = parse_count(o, v, std::size_t(1) << 20);
         else if (o == "--threads") a.threads = parse_count(o, v, 256);
-        else if (o == "--group-norm-eps") {
+        else if (o == "--kv") {
+            if (v == "f32") a.kv = kv_cache_type::f32;
+            else if (v == "f16") a.kv = kv_cache_type::f16;
+            else throw argument_error("--kv '" + std::string(v) + "' is not f32 or f16");
+        } else if (o == "--group-norm-eps") {
             const std::string sv(v);
             char* end = nullptr;
             const float e = std::strtof(sv.c_str(), &end);

@@ -56,11 +56,29 @@ BOOST_AUTO_TEST_CASE(ids_equal_tokens_file) {
     BOOST_TEST(fixture::max_rel_err(got, fixture::read_raw<float>(d + "logits_7.f32.bin")) <= 1e-4);
 }
 
+BOOST_AUTO_TEST_CASE(half_kv_cache_stays_close_to_llama_cpp) {
+    // --kv f16 rounds K and V to half (2^-11 relative): the logits move by about that
+    // much, in every mode; a wrong cell or position would move them by far more.
+    const std::string d = fixture::transformer_dir() + "/mellum-swa/", out = tmp("kv16.bin");
+    const auto want = fixture::read_raw<float>(d + "logits_40.f32.bin");
+    for (const char* mode : {"batch", "sequential", "chunked"}) {
+        BOOST_REQUIRE_EQUAL(run(program() + " logits --model " + d + "model.gguf --tokens " + d + "tokens_40.i32.bin --out " +
+                                out + " --kv f16 --mode " + mode),
+                            0);
+        const auto got = fixture::read_raw<float>(out);
+        BOOST_TEST_MESSAGE("f16 " << mode << " max rel err " << fixture::max_rel_err(got, want));
+        BOOST_TEST(fixture::max_rel_err(got, want) <= 5e-3);
+        BOOST_TEST(fixture::max_rel_err(got, want) > 0.0);
+    }
+    std::remove(out.c_str());
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_is_a_status_not_a_signal) {
     const std::string d = fixture::transformer_dir() + "/llama-gqa/", out = tmp("bad.bin"), err = tmp("err.txt");
     const std::string base = program() + " logits --model " + d + "model.gguf --out " + out;
     for (const std::string& extra : {std::string(" --ids 1,2,128"), std::string(" --ids 1,-2"), std::string(" --ids 1 --mode fast"),
-                                     std::string(" --ids 1 --chunk 0"), std::string(""), std::string(" --tokens /nonexistent")}) {
+                                     std::string(" --ids 1 --chunk 0"), std::string(""), std::string(" --tokens /nonexistent"),
+                                     std::string(" --ids 1 --kv f8")}) {
         const int rc = run(base + extra + " 2>" + err);
         BOOST_TEST((rc > 0 && rc < 64), extra << " -> " << rc);
         const auto e = fixture::read_raw<char>(err);
