@@ -37,8 +37,9 @@ struct result {
 
 /// prefill `n_prefill` then decode `n_decode` tokens (tokens/s of each).
 template <class D>
-result run(const decoder_model<D>& m, std::size_t n_prefill, std::size_t n_decode, std::size_t n_ctx) {
-    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx});
+result run(const decoder_model<D>& m, std::size_t n_prefill, std::size_t n_decode, std::size_t n_ctx,
+           kv_cache_type kv = kv_cache_type::f32) {
+    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx, .kv_type = kv});
     std::vector<float> logits(m.n_vocab());
     const auto p = prompt(n_prefill, m.n_vocab());
     result r;
@@ -180,11 +181,16 @@ void bench_file(const char* type, const std::string& path, const random_decoder:
     const auto m = load_model<D>(path);
     const auto r = run(m, 512, n_tg, 512 + n_tg);
     const auto rd = depth ? run(m, depth, 32, depth + 32) : result{};
-    const double bound = bw * 1e9 / wb, bound_d = bw * 1e9 / (wb + kv_per_pos * double(depth));
+    const auto rh = depth ? run(m, depth, 32, depth + 32, kv_cache_type::f16) : result{};
+    const double bound = bw * 1e9 / wb, bound_d = bw * 1e9 / (wb + kv_per_pos * double(depth)),
+                 bound_h = bw * 1e9 / (wb + kv_per_pos / 2 * double(depth));
     std::printf("  %-6s ours  %9.1f %9.2f %11.2f   bw %5.1f GB/s: tg %.2f of bound %.1f t/s", type, r.prefill,
                 r.decode, rd.decode, bw, r.decode / bound, bound);
     if (depth) std::printf(", at depth %.2f of %.1f", rd.decode / bound_d, bound_d);
     std::printf("\n");
+    if (depth)
+        std::printf("  %-6s ours, F16 KV cache: tg@depth %.2f t/s, %.2f of bound %.1f t/s\n", type, rh.decode,
+                    rh.decode / bound_h, bound_h);
     if (lb) {
         const auto l = llama_bench(lb, path, n_tg, depth, 32);
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
