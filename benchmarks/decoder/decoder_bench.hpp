@@ -121,32 +121,23 @@ inline void publish(const std::string& tmp, const std::string& path) {
     if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
 }
 
-inline random_decoder::spec smol_spec() {
-    random_decoder::spec sp;
-    sp.n_vocab = 49152;
-    sp.n_embd = 576;
-    sp.n_layer = 30;
-    sp.n_head = 9;
-    sp.n_head_kv = 3;
-    sp.n_ff = 1536;
-    sp.n_ctx = 8192;
-    sp.seed = 135;
-    sp.scale = 0.05f;
-    return sp;
+/// A llama-layout model shape (the other spec fields keep their defaults).
+inline random_decoder::spec shape(std::size_t vocab, std::size_t embd, std::size_t layers, std::size_t heads,
+                                  std::size_t heads_kv, std::size_t ff, std::size_t ctx, std::uint64_t seed, float scale) {
+    random_decoder::spec s;
+    s.n_vocab = vocab;
+    s.n_embd = embd;
+    s.n_layer = layers;
+    s.n_head = heads;
+    s.n_head_kv = heads_kv;
+    s.n_ff = ff;
+    s.n_ctx = ctx;
+    s.seed = seed;
+    s.scale = scale;
+    return s;
 }
-inline random_decoder::spec tiny_spec() {
-    random_decoder::spec tl;
-    tl.n_vocab = 32000;
-    tl.n_embd = 2048;
-    tl.n_layer = 22;
-    tl.n_head = 32;
-    tl.n_head_kv = 4;
-    tl.n_ff = 5632;
-    tl.n_ctx = 4096;
-    tl.seed = 1100;
-    tl.scale = 0.02f;
-    return tl;
-}
+inline random_decoder::spec smol_spec() { return shape(49152, 576, 30, 9, 3, 1536, 8192, 135, 0.05f); }   // SmolLM2-135M
+inline random_decoder::spec tiny_spec() { return shape(32000, 2048, 22, 32, 4, 5632, 4096, 1100, 0.02f); } // TinyLlama-1.1B
 
 /// Path of the `name` model ("smol" / "tiny") in `type` (F32, F16, Q8_0, Q4_0), made if absent.
 inline std::string model_file(const std::string& name, ggml_type type) {
