@@ -131,13 +131,15 @@ int main(int argc, char** argv) {
             lb.empty() ? 0 : llama_bench(lb, gemma, "-p 0 -n " + std::to_string(n_dec / 2) + " -d 4096"));
         const double f512 = decode_at(m, 512, n_dec / 2, nullptr), f4096 = decode_at(m, 4096, n_dec / 2, &kv4096_f32);
         std::printf("  %-34s %9.2f / %.2f tok/s at depth 512 / 4096\n", "decode with the F32 KV cache", f512, f4096);
-        // llama.cpp's cache at 4096 (F16 K and V, its default; SWA layers keep window + one ubatch of 512 cells,
-        // rounded to 256): 3 global layers x 4096 + 15 x 1024 cells, 256-wide K and V of 1 head
-        const double llama_kv = (3.0 * 4096 + 15.0 * 1024) * 2 * 256 * 2;
-        std::printf("  %-34s %9.2f MiB F16 (%.2f MiB F32; full F32 cache on every layer: %.2f MiB; llama.cpp estimate, "
-                    "F16 and swa_full off: %.2f MiB -> ratio %.2f)\n",
+        // llama.cpp's cache at 4096, F16 K and V (its default). By default (swa_full = true) its SWA
+        // layers keep full-size caches too: 18 layers x 4096 cells (its log at 3840 cells: 11.25 + 56.25
+        // MiB, which this formula gives); with swa_full off, window + one ubatch rounded to 256 = 1024.
+        const double llama_kv = 18.0 * 4096 * 2 * 256 * 2, llama_kv_swa = (3.0 * 4096 + 15.0 * 1024) * 2 * 256 * 2;
+        std::printf("  %-34s %9.2f MiB F16, %.2f MiB F32 (full F32 cache on every layer: %.2f MiB); llama.cpp F16: "
+                    "%.2f MiB by default (ratio %.2f), %.2f MiB with swa_full off (ratio %.2f)\n",
                     "KV cache at 4096 tokens", double(kv4096) / 1048576.0, double(kv4096_f32) / 1048576.0,
-                    18.0 * 4097 * 2 * 256 * 4 / 1048576.0, llama_kv / 1048576.0, llama_kv / double(kv4096));
+                    18.0 * 4097 * 2 * 256 * 4 / 1048576.0, llama_kv / 1048576.0, llama_kv / double(kv4096),
+                    llama_kv_swa / 1048576.0, llama_kv_swa / double(kv4096));
         std::printf("  decode 4096 / 512 = %.2f (flat = 1)\n", d4096 / d512);
     }
     return 0;
