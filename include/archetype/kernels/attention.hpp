@@ -29,7 +29,6 @@
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
-#include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/simd_util.hpp"
 #include "archetype/kernels/softmax.hpp"
 
@@ -52,9 +51,8 @@ struct attention_params {
     const float* bias = nullptr;
     std::size_t ld_bias = 0, bias_head_stride = 0;
     // alternatively keys / values stored as IEEE half (an F16 KV cache): set k16 / v16
-    // instead of k / v, same strides (in elements). Each task widens the rows it reads
-    // into a per-thread buffer (a 256-key chunk in decode), so the cache is read at half
-    // the bytes and the arithmetic stays float32.
+    // instead of k / v, same strides (in elements). The score GEMM and P.V widen them in
+    // registers, so the cache is read at half the bytes and the arithmetic stays float32.
     const std::uint16_t* k16 = nullptr;
     const std::uint16_t* v16 = nullptr;
 };
@@ -80,57 +78,30 @@ inline std::vector<float>& attention_scratch() {
 }
 inline constexpr std::size_t attention_q_block = 16;
 
-// Per-thread buffer for keys / values widened from half (grows, then is reused).
-inline std::vector<float>& kv_widen_scratch() {
-    thread_local std::vector<float> buf;
-    return buf;
-}
-
-/// Keys and values [j0, j0 + n) of kv head g as float rows: the stored rows
-/// themselves (float cache; row stride p.ldkv) or widened from half into the
-/// per-thread buffer (row stride head_dim).
-struct kv_rows {
-    const float* k;
-    const float* v;
-    std::size_t ld;
-};
-inline kv_rows kv_view(const attention_params& p, std::size_t g, std::size_t j0, std::size_t n) {
-    const std::size_t hd = p.head_dim;
-    if (!p.k16) return {p.k + g * p.kv_head_stride + j0 * p.ldkv, p.v + g * p.kv_head_stride + j0 * p.ldkv, p.ldkv};
-    auto& buf = kv_widen_scratch();
-    if (buf.size() < 2 * n * hd) buf.resize(2 * n * hd);
-    float* k = buf.data();
-    float* v = k + n * hd;
-    const std::uint16_t* ks = p.k16 + g * p.kv_head_stride + j0 * p.ldkv;
-    const std::uint16_t* vs = p.v16 + g * p.kv_head_stride + j0 * p.ldkv;
-    if (p.ldkv == hd) {
-        // 2 KiB pieces of both streams, each prefetched 8 KiB ahead: the two
-        // sequential streams alone leave most of the read bandwidth unused
-        constexpr std::size_t piece = 1024, ahead = 4096; // elements
-        const std::size_t total = n * hd;
-        for (std::size_t o = 0; o < total; o += piece) {
-            const std::size_t e = std::min(total, o + piece);
-            for (std::size_t f = o + ahead; f < std::min(total, e + ahead); f += 32) {
-                _mm_prefetch(reinterpret_cast<const char*>(ks + f), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(vs + f), _MM_HINT_T0);
-            }
-            f16_to_f32(ks + o, k + o, e - o);
-            f16_to_f32(vs + o, v + o, e - o);
-        }
-    } else
-        for (std::size_t j = 0; j < n; ++j) {
-            f16_to_f32(ks + j * p.ldkv, k + j * hd, hd);
-            f16_to_f32(vs + j * p.ldkv, v + j * hd, hd);
-        }
-    return {k, v, hd};
+/// Scores s[m x n] = Q[m x hd] . K[n x hd]^T for keys [j0, j0 + n) of kv head g, the
+/// keys read where they are stored: float rows, or half rows widened in registers
+/// by the same engines (so a half store gives bitwise what a float store holding
+/// the same values gives). One row is a GEMV.
+inline void scores(const attention_params& p, const float* q, std::size_t ldq, std::size_t m, std::size_t g,
+                   std::size_t j0, std::size_t n, float* s) {
+    const std::size_t hd = p.head_dim, off = g * p.kv_head_stride + j0 * p.ldkv;
+    if (p.k16) {
+        if (m == 1)
+            gemv_f16(p.k16 + off, p.ldkv, q, s, n, hd);
+        else
+            gemm_nt_f16(q, ldq, p.k16 + off, p.ldkv, s, n, m, n, hd);
+    } else if (m == 1)
+        gemv(p.k + off, p.ldkv, q, s, n, hd);
+    else
+        gemm_nt(q, ldq, p.k + off, p.ldkv, s, n, m, n, hd);
 }
 
 /// o[r] (+)= sum_j p[r][j] * v[j] for R rows and C full vectors of columns
 /// starting at column c0: R x C accumulators stay in registers over all keys
 /// (one pass over V per R rows, instead of a load/store of o per key). Keys
 /// are added in ascending order with one FMA each, as axpy does.
-template <std::size_t R, std::size_t C>
-inline void pv_tile(const float* p, std::size_t ldp, std::size_t n, const float* v, std::size_t ldv, float* o,
+template <std::size_t R, std::size_t C, class TV>
+inline void pv_tile(const float* p, std::size_t ldp, std::size_t n, const TV* v, std::size_t ldv, float* o,
                     std::size_t ldo) noexcept {
     using simd::fbatch;
     constexpr std::size_t W = simd::W;
@@ -139,7 +110,7 @@ inline void pv_tile(const float* p, std::size_t ldp, std::size_t n, const float*
         for (std::size_t c = 0; c < C; ++c) acc[r][c] = fbatch(0.f);
     for (std::size_t j = 0; j < n; ++j) {
         fbatch x[C];
-        for (std::size_t c = 0; c < C; ++c) x[c] = fbatch::load_unaligned(v + j * ldv + c * W);
+        for (std::size_t c = 0; c < C; ++c) x[c] = b_elem<TV>::load(v + j * ldv + c * W);
         for (std::size_t r = 0; r < R; ++r) {
             const fbatch a(p[r * ldp + j]);
             for (std::size_t c = 0; c < C; ++c) acc[r][c] = xsimd::fma(a, x[c], acc[r][c]);
@@ -149,8 +120,8 @@ inline void pv_tile(const float* p, std::size_t ldp, std::size_t n, const float*
         for (std::size_t c = 0; c < C; ++c) acc[r][c].store_unaligned(o + r * ldo + c * W);
 }
 
-template <std::size_t R>
-inline void pv_rows(const float* p, std::size_t ldp, std::size_t n, const float* v, std::size_t ldv, float* o,
+template <std::size_t R, class TV>
+inline void pv_rows(const float* p, std::size_t ldp, std::size_t n, const TV* v, std::size_t ldv, float* o,
                     std::size_t ldo, std::size_t hd) noexcept {
     constexpr std::size_t W = simd::W, C = 4;
     std::size_t c0 = 0;
@@ -162,13 +133,14 @@ inline void pv_rows(const float* p, std::size_t ldp, std::size_t n, const float*
             for (std::size_t c = c0; c < hd; ++c) orow[c] = 0.f;
             for (std::size_t j = 0; j < n; ++j) {
                 const float a = p[r * ldp + j];
-                for (std::size_t c = c0; c < hd; ++c) orow[c] += a * v[j * ldv + c];
+                for (std::size_t c = c0; c < hd; ++c) orow[c] += a * b_elem<TV>::scalar(v[j * ldv + c]);
             }
         }
 }
 
-/// out[m x hd] = P[m x n] . V[n x hd]
-inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, const float* v, std::size_t ldv,
+/// out[m x hd] = P[m x n] . V[n x hd] (V float, or half widened in registers)
+template <class TV>
+inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, const TV* v, std::size_t ldv,
                float* o, std::size_t ldo, std::size_t hd) noexcept {
     std::size_t r = 0;
     for (; r + 4 <= m; r += 4) pv_rows<4>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd);
@@ -178,6 +150,16 @@ inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, co
     case 1: pv_rows<1>(p + r * ldp, ldp, n, v, ldv, o + r * ldo, ldo, hd); break;
     default: break;
     }
+}
+
+/// out[m x hd] = P[m x n] . V for values [j0, j0 + n) of kv head g, float or half.
+inline void values(const attention_params& p, const float* P, std::size_t m, std::size_t g, std::size_t j0,
+                   std::size_t n, float* o, std::size_t ldo) noexcept {
+    const std::size_t off = g * p.kv_head_stride + j0 * p.ldkv;
+    if (p.v16)
+        pv(P, n, m, n, p.v16 + off, p.ldkv, o, ldo, p.head_dim);
+    else
+        pv(P, n, m, n, p.v + off, p.ldkv, o, ldo, p.head_dim);
 }
 
 /// One query row (decode): the query heads that share a kv head are one block
@@ -212,16 +194,12 @@ void attention_decode(const attention_params& p, Visible& visible, std::pair<std
         const std::size_t g = t / n_chunks, c = t % n_chunks;
         const std::size_t j0 = lo + c * decode_chunk, nc = std::min(decode_chunk, hi - j0);
         const std::size_t h0 = g * group;
-        const kv_rows kv = kv_view(p, g, j0, nc);
         auto& sbuf = attention_scratch();
         if (sbuf.size() < group * nc + group * hd) sbuf.resize(group * nc + group * hd);
         float* s = sbuf.data();
         float* o = s + group * nc;
         const float* q = p.q + h0 * hd;
-        if (group == 1)
-            gemv(kv.k, kv.ld, q, s, nc, hd);
-        else
-            gemm_nt(q, hd, kv.k, kv.ld, s, nc, group, nc, hd);
+        scores(p, q, hd, group, g, j0, nc, s);
         for (std::size_t r = 0; r < group; ++r) {
             float* row = s + r * nc;
             const float* b = p.bias ? p.bias + (h0 + r) * p.bias_head_stride + j0 : nullptr;
@@ -232,7 +210,7 @@ void attention_decode(const attention_params& p, Visible& visible, std::pair<std
             dst[hd] = sp.max;
             dst[hd + 1] = sp.sum;
         }
-        pv(s, nc, group, nc, kv.v, kv.ld, o, hd, hd);
+        values(p, s, group, g, j0, nc, o, hd);
         for (std::size_t r = 0; r < group; ++r)
             std::copy(o + r * hd, o + (r + 1) * hd, parts + ((h0 + r) * n_chunks + c) * part);
     };
@@ -290,15 +268,11 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
             for (std::size_t r = 0; r < m; ++r) std::fill(o0 + r * p.ldo, o0 + r * p.ldo + hd, 0.f);
             return;
         }
-        const detail::kv_rows kv = detail::kv_view(p, g, lo, n);
         auto& buf = detail::attention_scratch();
         if (buf.size() < m * n) buf.resize(m * n);
         float* s = buf.data();
         // scores for the whole block in one GEMM (one GEMV for a single row)
-        if (m == 1)
-            gemv(kv.k, kv.ld, p.q + i0 * p.ldq + h * hd, s, n, hd);
-        else
-            gemm_nt(p.q + i0 * p.ldq + h * hd, p.ldq, kv.k, kv.ld, s, n, m, n, hd);
+        detail::scores(p, p.q + i0 * p.ldq + h * hd, p.ldq, m, g, lo, n, s);
         for (std::size_t r = 0; r < m; ++r) {
             const std::size_t i = i0 + r;
             float* row = s + r * n;
@@ -307,7 +281,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                 row[j] = visible(i, lo + j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
             softmax(row, n);
         }
-        detail::pv(s, n, m, n, kv.v, kv.ld, o0, p.ldo, hd);
+        detail::values(p, s, m, g, lo, n, o0, p.ldo);
     };
     const std::size_t n_tasks = p.n_head * n_blocks;
     if (pool)
