@@ -22,6 +22,9 @@ struct spec {
     bool tied = false;                           // no output.weight
     bool qk_norm = false;                        // mellum writes attn_{q,k}_norm
     float scale = 0.1f;
+    std::size_t n_pos = 0;                       // > 0: position_embd.weight with n_pos rows
+    std::size_t rel_buckets = 0;                 // > 0: blk.0.attn_rel_b.weight [n_head, rel_buckets]
+    bool rel_bias_every_layer = false;           // ... and one per layer
 };
 
 inline std::uint64_t splitmix(std::uint64_t x) {
@@ -107,6 +110,11 @@ inline void write(const spec& s, const std::string& path) {
     }
     tensor("output_norm.weight", {s.n_embd}, true);
     if (!s.tied) tensor("output.weight", {s.n_embd, s.n_vocab});
+    // optional position tensors last, so the other tensors keep their values
+    if (s.n_pos) tensor("position_embd.weight", {s.n_embd, s.n_pos});
+    if (s.rel_buckets)
+        for (std::size_t il = 0; il < (s.rel_bias_every_layer ? s.n_layer : 1); ++il)
+            tensor("blk." + std::to_string(il) + ".attn_rel_b.weight", {s.n_head, s.rel_buckets}, true);
     w.write(path);
 }
 

@@ -62,6 +62,11 @@ struct all_visible {
     constexpr bool operator()(std::size_t, std::size_t) const noexcept { return true; }
 };
 
+/// No position bias beyond p.bias (the default of attention()'s `pos_bias`).
+struct no_bias {
+    constexpr float operator()(std::size_t, std::size_t, std::size_t) const noexcept { return 0.f; }
+};
+
 /// Every key row may be visible (no range known in advance).
 struct all_keys {
     constexpr std::pair<std::size_t, std::size_t> operator()(std::size_t, std::size_t, std::size_t n_kv) const noexcept {
@@ -174,9 +179,9 @@ inline std::vector<float>& decode_scratch() {
     return buf;
 }
 
-template <class Visible>
-void attention_decode(const attention_params& p, Visible& visible, std::pair<std::size_t, std::size_t> keys,
-                      thread_pool* pool) {
+template <class Visible, class Bias>
+void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bias,
+                      std::pair<std::size_t, std::size_t> keys, thread_pool* pool) {
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
     const std::size_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
     const std::size_t hi = std::min(keys.second, p.n_kv), lo = std::min(keys.first, hi), n = hi - lo;
@@ -204,7 +209,9 @@ void attention_decode(const attention_params& p, Visible& visible, std::pair<std
             float* row = s + r * nc;
             const float* b = p.bias ? p.bias + (h0 + r) * p.bias_head_stride + j0 : nullptr;
             for (std::size_t j = 0; j < nc; ++j)
-                row[j] = visible(std::size_t(0), j0 + j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
+                row[j] = visible(std::size_t(0), j0 + j)
+                             ? row[j] * p.scale + (b ? b[j] : 0.f) + pos_bias(h0 + r, std::size_t(0), j0 + j)
+                             : neg_inf;
             const softmax_part sp = softmax_unnormalised(row, nc);
             float* dst = parts + ((h0 + r) * n_chunks + c) * part;
             dst[hd] = sp.max;
@@ -244,8 +251,10 @@ void attention_decode(const attention_params& p, Visible& visible, std::pair<std
 /// says whether query row i may attend to key row j, and `range(i0, i1, n_kv)`
 /// gives [lo, hi): a superset of the keys rows i0..i1-1 may see (keys outside it
 /// are never read; a causal mask halves the work of a prefill this way).
-template <class Visible, class Range>
-void attention(const attention_params& p, Visible&& visible, Range&& range, thread_pool* pool = nullptr) {
+/// `pos_bias(h, i, j)` is added to the scaled score of head h, row i, key j (ALiBi,
+/// T5 buckets: computed where needed instead of a stored [n_q x n_kv] matrix).
+template <class Visible, class Range, class Bias>
+void attention(const attention_params& p, Visible&& visible, Range&& range, thread_pool* pool, Bias&& pos_bias) {
     if (p.n_q == 0 || p.n_head == 0) return;
     const std::size_t hd = p.head_dim;
     const std::size_t group = p.n_head / p.n_head_kv;
@@ -254,7 +263,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
     if (p.n_q == 1) {
-        detail::attention_decode(p, visible, range(0, 1, p.n_kv), pool);
+        detail::attention_decode(p, visible, pos_bias, range(0, 1, p.n_kv), pool);
         return;
     }
     auto task = [&](std::size_t t) {
@@ -278,7 +287,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
             float* row = s + r * n;
             const float* b = p.bias ? p.bias + h * p.bias_head_stride + i * p.ld_bias + lo : nullptr;
             for (std::size_t j = 0; j < n; ++j)
-                row[j] = visible(i, lo + j) ? row[j] * p.scale + (b ? b[j] : 0.f) : neg_inf;
+                row[j] = visible(i, lo + j) ? row[j] * p.scale + (b ? b[j] : 0.f) + pos_bias(h, i, lo + j) : neg_inf;
             softmax(row, n);
         }
         detail::values(p, s, m, g, lo, n, o0, p.ldo);
@@ -290,9 +299,14 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
         for (std::size_t t = 0; t < n_tasks; ++t) task(t);
 }
 
+template <class Visible, class Range>
+void attention(const attention_params& p, Visible&& visible, Range&& range, thread_pool* pool = nullptr) {
+    attention(p, std::forward<Visible>(visible), std::forward<Range>(range), pool, no_bias{});
+}
+
 template <class Visible>
 void attention(const attention_params& p, Visible&& visible, thread_pool* pool = nullptr) {
-    attention(p, std::forward<Visible>(visible), all_keys{}, pool);
+    attention(p, std::forward<Visible>(visible), all_keys{}, pool, no_bias{});
 }
 
 /// Attention with a mask given only as the additive bias (0 / -inf entries).

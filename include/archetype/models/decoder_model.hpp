@@ -6,17 +6,26 @@
 // are views into the file's mapping (no copy). `output.weight` absent -> the
 // output head is the token embedding (tied).
 //
+// Positions: the compiled policy decides, whatever the file's architecture uses
+// (llama/mellum/gemma3 files are RoPE models): RoPE and NoPE, ALiBi and
+// Sinusoidal (nothing read from the file), LearnedPositions<N>
+// (`position_embd.weight`, [n_embd, positions]), RelativeBias<B>
+// (`blk.N.attn_rel_b.weight`, [n_head, B] per layer, or layer 0's for all);
+// see layers/positions.hpp and docs/decoder.md.
+//
 //   using Mistral = Decoder<GQA<32, 8>, RoPE, SlidingWindow<4096>, RollingCache>;
 //   auto model = archetype::load_model<Mistral>("mistral.gguf");
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "archetype/core/error.hpp"
+#include "archetype/core/half.hpp"
 #include "archetype/io/arch/llama.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/kernels/convert.hpp"
@@ -62,6 +71,12 @@ struct decoder_hparams {
     float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
+    /// Position scheme other than RoPE (layers/positions.hpp): none (RoPE, NoPE),
+    /// additive attention biases (ALiBi, T5 relative buckets) or absolute vectors
+    /// added to the embeddings (sinusoidal, learned).
+    enum class positions { none, alibi, relative, sinusoidal, learned } pos_kind = positions::none;
+    std::size_t n_pos = 0;         // LearnedPositions: rows of position_embd.weight (positions 0 .. n_pos-1)
+    std::size_t rel_buckets = 0;   // RelativeBias: buckets of attn_rel_b
 };
 
 template <DecoderType D>
@@ -85,6 +100,12 @@ public:
     const kernels::weight_view& token_embd() const noexcept { return tok_embd_; }
     const kernels::weight_view& output() const noexcept { return output_; }
     const layers::norm_weights& output_norm() const noexcept { return output_norm_; }
+    /// LearnedPositions: position_embd.weight, one row (n_embd) per position.
+    const kernels::weight_view& position_embd() const noexcept { return pos_embd_; }
+    /// RelativeBias: layer il's table [bucket][head] (layer 0's when the file has one table, as T5).
+    const float* relative_bias(std::size_t il) const noexcept {
+        return rel_bias_[rel_bias_.size() == 1 ? 0 : il].data();
+    }
     std::size_t n_vocab() const noexcept { return hp_.dims.n_vocab; }
     std::size_t n_embd() const noexcept { return hp_.dims.n_embd; }
 
@@ -217,8 +238,6 @@ private:
     }
 
     void init(const decoder_options& opt) {
-        static_assert(position::name == std::string_view("RoPE") || position::name == std::string_view("NoPE"),
-                      "archetype: the decoder run time supports RoPE and NoPE positions for llama/mellum files");
         static_assert(std::is_same_v<typename D::base_norm, RMSNorm>,
                       "archetype: llama, mellum and gemma3 files use RMSNorm: use RMSNorm (the default)");
         const auto h = arch::read_llama_hparams(*file_);
@@ -337,6 +356,11 @@ private:
             }
         }
 
+        using K = decoder_hparams::positions;
+        constexpr std::string_view pn = position::name;
+        hp_.pos_kind = pn == "ALiBi" ? K::alibi : pn == "RelativeBias" ? K::relative : pn == "Sinusoidal" ? K::sinusoidal
+                       : pn == "LearnedPositions" ? K::learned : K::none;
+
         // tensors
         const std::size_t E = h.n_embd, qw = h.n_head * h.head_dim, kw = h.n_head_kv * h.head_dim, hd = h.head_dim;
         tok_embd_ = matrix("token_embd.weight", E, h.n_vocab);
@@ -347,6 +371,8 @@ private:
             output_ = tok_embd_;
             d.tied_output = true;
         }
+        if (hp_.pos_kind == K::learned) load_learned_positions(E);
+        if (hp_.pos_kind == K::relative) load_relative_bias(h.n_layer, h.n_head);
         constexpr bool moe = layers::detail::is_moe_v<ffn_policy>;
         const bool file_moe = file_->find_tensor("blk.0.ffn_gate_exps.weight") || file_->find_tensor("blk.0.ffn_up_exps.weight");
         if (file_moe && h.n_expert == 0)
@@ -417,10 +443,55 @@ private:
         }
     }
 
+    // LearnedPositions<N>: the file's table; its rows are the positions a session may use.
+    void load_learned_positions(std::size_t E) {
+        const auto& t = file_->tensor("position_embd.weight"); // names the tensor when it is missing
+        const std::size_t n = t.ne.size() >= 2 ? std::size_t(t.ne[1]) : 0;
+        if constexpr (position::name == std::string_view("LearnedPositions")) {
+            if (position::max_positions != dynamic && position::max_positions != n)
+                throw shape_error(position::describe() + " but the file's position_embd.weight has " + std::to_string(n) +
+                                  " positions");
+        }
+        if (n == 0) throw shape_error("tensor 'position_embd.weight' has shape " + t.shape_string() + ", expected [" +
+                                      std::to_string(E) + ", positions]");
+        pos_embd_ = matrix("position_embd.weight", E, n);
+        hp_.n_pos = n;
+    }
+    // RelativeBias<B>: blk.N.attn_rel_b.weight [n_head, B] (ggml order) per layer, or
+    // only layer 0's shared by all layers (T5's files); F32 or F16, kept as float.
+    void load_relative_bias(std::size_t n_layer, std::size_t n_head) {
+        if constexpr (position::name == std::string_view("RelativeBias")) {
+            const std::size_t B = position::buckets;
+            hp_.rel_buckets = B;
+            const bool per_layer = n_layer > 1 && file_->find_tensor("blk.1.attn_rel_b.weight") != nullptr;
+            rel_bias_.resize(per_layer ? n_layer : 1);
+            for (std::size_t il = 0; il < rel_bias_.size(); ++il) {
+                const std::string name = "blk." + std::to_string(il) + ".attn_rel_b.weight";
+                const auto& t = tensor(name, {n_head, B});
+                auto& v = rel_bias_[il];
+                v.resize(n_head * B);
+                if (t.type == ggml_type::F32)
+                    std::memcpy(v.data(), t.data, v.size() * sizeof(float));
+                else if (t.type == ggml_type::F16)
+                    for (std::size_t i = 0; i < v.size(); ++i) {
+                        std::uint16_t hbits;
+                        std::memcpy(&hbits, t.data + 2 * i, 2);
+                        v[i] = fp16_to_fp32(hbits);
+                    }
+                else
+                    throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32 or F16");
+            }
+        } else {
+            (void)n_layer;
+            (void)n_head;
+        }
+    }
+
     std::optional<gguf::file> file_;
     decoder_hparams hp_;
     std::vector<layer> layers_v_;
-    kernels::weight_view tok_embd_{}, output_{};
+    kernels::weight_view tok_embd_{}, output_{}, pos_embd_{};
+    std::vector<std::vector<float>> rel_bias_; // RelativeBias: per layer (or one shared) [bucket][head]
     layers::norm_weights output_norm_{};
 };
 

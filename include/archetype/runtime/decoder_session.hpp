@@ -40,6 +40,7 @@
 #include "archetype/layers/attention.hpp"
 #include "archetype/layers/ffn.hpp"
 #include "archetype/layers/norm.hpp"
+#include "archetype/layers/positions.hpp"
 #include "archetype/layers/rope.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/kv_cache.hpp"
@@ -132,6 +133,16 @@ public:
             cpos_.assign(cells + chunk_, -1);
         }
         groups_.reserve(rows_);
+        // position biases depend only on (head, distance): tables made once
+        if constexpr (biased) {
+            if (hp.pos_kind == decoder_hparams::positions::alibi) slopes_ = layers::alibi_slopes(hp.dims.n_head);
+            if (hp.pos_kind == decoder_hparams::positions::relative) {
+                bucket_.resize(opt_.n_ctx + 1);
+                for (std::size_t d = 0; d < bucket_.size(); ++d)
+                    bucket_[d] = std::uint32_t(layers::t5_bucket_causal(std::int64_t(d), hp.rel_buckets, layers::t5_max_distance));
+            }
+        }
+        if (hp.pos_kind == decoder_hparams::positions::learned) pos_row_.assign(hp.dims.n_embd, 0.f);
         warm_up();
     }
 
@@ -240,6 +251,35 @@ private:
         if (end > opt_.n_ctx)
             throw capacity_error("sequence " + std::to_string(s) + " would reach position " + std::to_string(end - 1) +
                                  ", past the context of " + std::to_string(opt_.n_ctx) + " positions (n_ctx)");
+        const auto& hp = m_->hparams();
+        if (hp.pos_kind == decoder_hparams::positions::learned && end > hp.n_pos)
+            throw capacity_error("sequence " + std::to_string(s) + " would reach position " + std::to_string(end - 1) +
+                                 ", past the learned position table of " + std::to_string(hp.n_pos) +
+                                 " rows (position_embd.weight)");
+    }
+
+    // ALiBi / RelativeBias: the additive score bias of head h between a query at
+    // position pq and a visible key at pk <= pq (layers/positions.hpp).
+    static constexpr bool biased = D::position::name == std::string_view("ALiBi") ||
+                                   D::position::name == std::string_view("RelativeBias");
+    float pos_bias(std::size_t il, std::size_t h, std::int64_t pq, std::int64_t pk) const noexcept {
+        const auto& hp = m_->hparams();
+        if (hp.pos_kind == decoder_hparams::positions::alibi) return slopes_[h] * float(pk - pq);
+        const std::size_t d = std::size_t(std::min<std::int64_t>(std::max<std::int64_t>(pq - pk, 0),
+                                                                  std::int64_t(bucket_.size() - 1)));
+        return m_->relative_bias(il)[std::size_t(bucket_[d]) * hp.dims.n_head + h];
+    }
+    /// kernels::attention with the position bias when the model has one; key_pos(j)
+    /// is the position of key row j, query row i is at p0 + i.
+    template <class Visible, class Range, class KeyPos>
+    void attention_at(std::size_t il, const kernels::attention_params& p, Visible&& visible, Range&& range,
+                      std::int64_t p0, KeyPos&& key_pos) {
+        if constexpr (biased)
+            kernels::attention(p, visible, range, pool_.get(), [&](std::size_t h, std::size_t i, std::size_t j) {
+                return pos_bias(il, h, p0 + std::int64_t(i), key_pos(j));
+            });
+        else
+            kernels::attention(p, visible, range, pool_.get());
     }
 
     // Sizes every scratch buffer of the FFN for the largest batch, so that
@@ -303,9 +343,9 @@ private:
                 const std::int64_t hi = std::min<std::int64_t>(std::int64_t(n_kv), p0 + std::int64_t(i1) - j0);
                 return std::pair<std::size_t, std::size_t>(std::size_t(std::min(lo, hi)), std::size_t(hi));
             };
-            kernels::attention(p, [&](std::size_t i, std::size_t j) {
-                return rule(p0 + std::int64_t(i), j0 + std::int64_t(j));
-            }, keys, pool_.get());
+            attention_at(
+                il, p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), j0 + std::int64_t(j)); }, keys,
+                p0, [&](std::size_t j) { return j0 + std::int64_t(j); });
             return;
         }
         const std::size_t cells = cache_.cells(il);
@@ -319,8 +359,9 @@ private:
             p.ldkv = hd;
             p.kv_head_stride = cache_.head_stride(il);
             p.n_kv = cells;
-            kernels::attention(p, [&](std::size_t, std::size_t j) { return rule(p0, j == c ? p0 : rp[j]); },
-                               pool_.get());
+            auto key_pos = [&](std::size_t j) { return j == c ? p0 : rp[j]; };
+            attention_at(
+                il, p, [&](std::size_t, std::size_t j) { return rule(p0, key_pos(j)); }, kernels::all_keys{}, p0, key_pos);
             return;
         }
         // a chunk: attend over the ring as it was plus the chunk's own rows, then
@@ -364,8 +405,9 @@ private:
         auto keys = [&](std::size_t, std::size_t i1, std::size_t n) {
             return std::pair<std::size_t, std::size_t>(0, std::min(n, cells + i1));
         };
-        kernels::attention(p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), cp[j]); }, keys,
-                           pool_.get());
+        attention_at(
+            il, p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), cp[j]); }, keys, p0,
+            [&](std::size_t j) { return cp[j]; });
         for (std::size_t i = 0; i < m; ++i) {
             const std::size_t c = cache_.ring_cell(p0 + std::int64_t(i));
             for (std::size_t g = 0; g < G; ++g) store(s, il, g, c, kr + i * kw + g * hd, vr + i * kw + g * hd);
@@ -407,6 +449,13 @@ private:
         for (std::size_t i = 0; i < n; ++i) detail::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
         if constexpr (D::embedding::scaled)
             for (std::size_t i = 0; i < n * E; ++i) x_[i] *= hp.embd_scale;
+        if (hp.pos_kind == decoder_hparams::positions::sinusoidal)
+            for (std::size_t i = 0; i < n; ++i) layers::add_sinusoidal(pos_[i], x_.data() + i * E, E);
+        if (hp.pos_kind == decoder_hparams::positions::learned)
+            for (std::size_t i = 0; i < n; ++i) {
+                detail::embedding_row(m_->position_embd(), std::size_t(pos_[i]), pos_row_.data());
+                add_into(x_.data() + i * E, pos_row_.data(), E);
+            }
         const layers::rope_params* rope = hp.rotary ? &hp.rope : nullptr;
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
         if (two_ropes_) layers::rope_tables(hp.rope_swa, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
@@ -450,6 +499,9 @@ private:
     std::size_t chunk_ = 0, rows_ = 0;
     std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_, ck_, cv_;
     std::vector<std::uint16_t> ck16_, cv16_; // the rolling chunk's keys / values for a half cache
+    std::vector<float> slopes_;              // ALiBi: per head
+    std::vector<std::uint32_t> bucket_;      // RelativeBias: T5 bucket per query-key distance 0 .. n_ctx
+    std::vector<float> pos_row_;             // LearnedPositions: one row of the table
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
     std::vector<float> cos_swa_, sin_swa_;
     std::vector<std::int64_t> pos_, cpos_;
