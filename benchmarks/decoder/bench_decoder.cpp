@@ -46,6 +46,7 @@ using Preset = Decoder<GQA<32, 4, 64>, RoPE, Causal, FullCache, SwiGLUWith<5632>
 /// Decode of 32 tokens at depth 512 and 4096 (the sliding-window comparison).
 void at_depths(const char* what, const std::string& q8) {
     const auto m = load_model<Preset>(q8);
+    warm_up(m);
     for (std::size_t d : {std::size_t(512), std::size_t(4096)}) {
         const auto r = run(m, d, 32, d + 32);
         std::printf("    %s: depth %4zu decode %7.2f t/s\n", what, d, r.decode);
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
 #elif ARCHETYPE_BENCH_PRESET == 2
     // compare with bench_decoder_smol's static Q8_0 row (same file, same prompt)
     const auto m = load_model<Preset>(model_file("smol", ggml_type::Q8_0));
+    warm_up(m);
     const auto r = run(m, 512, n_tg, 512 + n_tg);
     std::printf("\nSmolLM2 shape Q8_0, dynamic dims (GQA<dynamic,dynamic>): pp512 %.1f t/s, tg %.2f t/s\n", r.prefill,
                 r.decode);

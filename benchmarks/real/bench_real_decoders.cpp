@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     std::printf("SmolLM2-135M-Instruct Q4_1, %zu threads\n", threads);
     {
         const auto m = load_model<SmolLM2>(smol);
+        (void)prefill(m, 16); // warm-up: the first pass page-faults the mapped weights in (llama-bench warms up too)
         const double pp = prefill(m, 512), tg = decode_at(m, 0, n_dec);
         row("prefill 512", pp, lb.empty() ? 0 : llama_bench(lb, smol, "-p 512 -n 0"));
         row(("decode " + std::to_string(n_dec)).c_str(), tg,
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
     std::printf("Gemma 3 270M Q4_K_M (Gemma3_270M: rolling cache of 512 on 15 of 18 layers), %zu threads\n", threads);
     {
         const auto m = load_model<presets::Gemma3_270M>(gemma);
+        (void)prefill(m, 16); // warm-up, as above
         // F16 K/V as llama.cpp's default cache (same bytes per cell), then our F32 default
         const auto h = kv_cache_type::f16;
         std::size_t kv512 = 0, kv4096 = 0, kv4096_f32 = 0;
