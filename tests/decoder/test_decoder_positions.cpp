@@ -21,6 +21,7 @@
 #include "archetype/layers/positions.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
+#include "decoder_test_util.hpp"
 #include "random_decoder.hpp"
 
 #ifndef POS_CASE
@@ -29,34 +30,12 @@
 
 using namespace archetype;
 
+using decoder_test::feed;
+using decoder_test::temp_model;
+using decoder_test::tokens;
+
 namespace {
-std::string tmp_path(const std::string& name) {
-    const char* d = std::getenv("TMPDIR");
-    return std::string(d ? d : "/tmp") + "/archetype_pos_" + std::to_string(::getpid()) + "_" + name + ".gguf";
-}
-struct temp_model {
-    std::string path;
-    temp_model(const random_decoder::spec& s, const std::string& name) : path(tmp_path(name)) { random_decoder::write(s, path); }
-    ~temp_model() { std::remove(path.c_str()); }
-};
-random_decoder::spec small_spec() {
-    random_decoder::spec s;
-    s.n_vocab = 96;
-    s.n_embd = 64;
-    s.n_layer = 2;
-    s.n_head = 4;
-    s.n_head_kv = 2;
-    s.n_ff = 80;
-    s.n_ctx = 1024;
-    s.seed = 23;
-    s.scale = 0.15f;
-    return s;
-}
-std::vector<std::int32_t> tokens(std::size_t n, std::uint64_t seed, std::size_t vocab) {
-    std::vector<std::int32_t> t(n);
-    for (std::size_t i = 0; i < n; ++i) t[i] = std::int32_t(random_decoder::splitmix(seed * 131 + i) % vocab);
-    return t;
-}
+random_decoder::spec small_spec() { return decoder_test::small_llama(23); }
 
 enum class scheme { alibi, sinusoidal, learned, relative };
 
@@ -170,19 +149,6 @@ struct reference {
     }
 };
 
-/// Logits of every position fed in calls of `step` tokens (0 = one call).
-template <class D>
-std::vector<float> feed(const decoder_model<D>& m, const std::vector<std::int32_t>& t, std::size_t step) {
-    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = 512});
-    const std::size_t V = m.n_vocab();
-    std::vector<float> out(t.size() * V);
-    if (step == 0) step = t.size();
-    for (std::size_t b = 0; b < t.size(); b += step) {
-        const std::size_t c = std::min(step, t.size() - b);
-        s.prefill(0, std::span<const std::int32_t>(t.data() + b, c), out.data() + b * V);
-    }
-    return out;
-}
 /// max |a - b| / max |b|
 double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
     BOOST_REQUIRE_EQUAL(a.size(), b.size());
