@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
     [[maybe_unused]] thread_pool bw_pool(2);
     [[maybe_unused]] const char* lb = std::getenv("LLAMA_BENCH");
     const std::size_t n_tg = quick ? 32 : 128, depth = quick ? 0 : 2048;
-    std::printf("decoder benchmark, 2 threads. tg = decode of %zu tokens after a 512-token prompt; tg@depth = 32 "
+    std::printf("decoder benchmark, 2 threads. pp512 = one 512-token prefill; tg = decode of %zu tokens from an empty "
+                "cache (llama-bench's tgN); tg@depth = 32 "
                 "tokens after %zu; bound = read bandwidth / bytes read per token (weights, + KV at depth)\n",
                 n_tg, depth);
 #if ARCHETYPE_BENCH_PRESET == 1
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     // compare with bench_decoder_smol's static Q8_0 row (same file, same prompt)
     const auto m = load_model<Preset>(model_file("smol", ggml_type::Q8_0));
     warm_up(m);
-    const auto r = run(m, 512, n_tg, 512 + n_tg);
+    const auto r = tg_and_pp(m, n_tg);
     std::printf("\nSmolLM2 shape Q8_0, dynamic dims (GQA<dynamic,dynamic>): pp512 %.1f t/s, tg %.2f t/s\n", r.prefill,
                 r.decode);
 #elif ARCHETYPE_BENCH_PRESET == 3

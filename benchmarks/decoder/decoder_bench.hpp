@@ -57,6 +57,14 @@ result run(const decoder_model<D>& m, std::size_t n_prefill, std::size_t n_decod
     return r;
 }
 
+/// pp512 (a 512-token prompt in one prefill) and tg n_tg (n_tg tokens decoded from
+/// an empty cache after one prompt token): the workloads of llama-bench's
+/// `-p 512 -n N` (its tgN starts at depth 0; decode at depth is measured apart).
+template <class D>
+result tg_and_pp(const decoder_model<D>& m, std::size_t n_tg) {
+    return {run(m, 512, 0, 512).prefill, run(m, 1, n_tg, 1 + n_tg).decode};
+}
+
 /// A short prefill and decode on a throwaway session before timing: the first pass
 /// over a freshly mapped file page-faults every weight page (0.1-0.4 s for the
 /// 600 MB F32 file, half of a 512-token prefill); llama-bench warms up too.
@@ -179,7 +187,7 @@ void bench_file(const char* type, const std::string& path, const random_decoder:
     const double kv_per_pos = double(sp.n_layer) * 2.0 * double(sp.n_head_kv * hd) * sizeof(float);
     const auto m = load_model<D>(path);
     warm_up(m);
-    const auto r = run(m, 512, n_tg, 512 + n_tg);
+    const auto r = tg_and_pp(m, n_tg);
     const auto rd = depth ? run(m, depth, 32, depth + 32) : result{};
     const auto rh = depth ? run(m, depth, 32, depth + 32, kv_cache_type::f16) : result{};
     const double bound = bw * 1e9 / wb, bound_d = bw * 1e9 / (wb + kv_per_pos * double(depth)),

@@ -377,9 +377,15 @@ BOOST_AUTO_TEST_CASE(matmul_exact_activations) {
     }
 }
 
+// Row lengths that take each single-token kernel's paths: a partial last 128-element
+// group (352 = 11 blocks, 576 = 18 blocks: masked tail loads), whole groups (1536),
+// and Q8_0 rows of >= 4 KiB (4192 = 131 blocks), which use gemv16 instead of rows16.
 BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
-    for (ggml_type t : all_types) {
-        const std::size_t cols = archetype::traits_of(t).block_size == 256 ? 768 : 352, rows = 37, n_tok = 11;
+    for (ggml_type t : all_types)
+    for (std::size_t legacy_cols : {352, 576, 1536, 4192}) {
+        const bool k_type = archetype::traits_of(t).block_size == 256;
+        if (k_type && legacy_cols != 352) continue;
+        const std::size_t cols = k_type ? 768 : legacy_cols, rows = 37, n_tok = 11;
         const auto w = random_rows(t, rows, cols, 99);
         const auto x = gaussian(n_tok * cols, 4);
         k::weight_view W{t, w.data(), rows, cols};
@@ -388,12 +394,18 @@ BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
         archetype::thread_pool p2(2), p3(3);
         k::matmul(W, x.data(), cols, n_tok, y2.data(), rows, &p2);
         k::matmul(W, x.data(), cols, n_tok, y3.data(), rows, &p3);
-        BOOST_TEST(bits_equal(y1, y2), name(t) << " 1 vs 2 threads");
-        BOOST_TEST(bits_equal(y1, y3), name(t) << " 1 vs 3 threads");
+        BOOST_TEST(bits_equal(y1, y2), name(t) << " cols " << cols << " 1 vs 2 threads");
+        BOOST_TEST(bits_equal(y1, y3), name(t) << " cols " << cols << " 1 vs 3 threads");
         if (t == ggml_type::F32 || t == ggml_type::F16) continue; // blas.hpp's gemm vs gemv order differ
         for (std::size_t tk = 0; tk < n_tok; ++tk)
             k::matmul(W, x.data() + tk * cols, cols, 1, ysep.data() + tk * rows, rows, &p2);
-        BOOST_TEST(bits_equal(y1, ysep), name(t) << " batched vs one token at a time");
+        BOOST_TEST(bits_equal(y1, ysep), name(t) << " cols " << cols << " batched vs one token at a time");
+#if defined(ARCHETYPE_QUANT_VNNI)
+        if (archetype::traits_of(t).block_size > 1) {
+            const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, cols, n_tok, rows);
+            BOOST_TEST(nmse(ysep.data(), refq.data(), ysep.size()) < 1e-12, name(t) << " cols " << cols << " one token vs ggml numerics");
+        }
+#endif
     }
 }
 

@@ -37,14 +37,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "archetype/kernels/quant/lanes512.hpp"
 
 namespace archetype::quant::vnni::gemv {
 
-// Q8_0 keeps vnni.hpp's gemv16: its 16 prefetched row streams measured ~20%
-// faster from DRAM under load than this kernel's (whose CPU cost is lower).
-enum class format { q4_0, q4_1, q5_0, q5_1, q4_K, q5_K };
+enum class format { q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K };
 
 /// Block geometry: bytes per 32-block, offset of the quants, of the 32 high bits
 /// (5-bit types; -1 none), zero point z (w = s * (u - z); 0: a min follows the
@@ -52,6 +51,9 @@ enum class format { q4_0, q4_1, q5_0, q5_1, q4_K, q5_K };
 /// per-block reduction stay within int16 (|x| <= 127), which then run as
 /// vpackssdw + vpmaddwd instead of two shuffles and an add.
 template <format F> struct geometry;
+// Q8_0: signed quants read as unsigned u = q ^ 0x80, so w = u - 128 (zero point 128);
+// |u - 128| * 127 * 8 per dword lane does not fit int16: no packs.
+template <> struct geometry<format::q8_0> { static constexpr int bytes = 34, qs = 2, qh = -1, zero = 128, packs = 0; };
 template <> struct geometry<format::q4_0> { static constexpr int bytes = 18, qs = 2, qh = -1, zero = 8, packs = 2; };   // |u - 8| <= 8: 32 * 8 * 127 < 2^15
 template <> struct geometry<format::q4_1> { static constexpr int bytes = 20, qs = 4, qh = -1, zero = 0, packs = 1; };   // 16 * 15 * 127
 template <> struct geometry<format::q5_0> { static constexpr int bytes = 22, qs = 6, qh = 2, zero = 16, packs = 1; };   // 16 * 16 * 127
@@ -107,10 +109,15 @@ constexpr std::array<std::uint8_t, 64> gather_index(Src src, int o0, int o1) {
 template <format F> struct layout {
     using G = geometry<F>;
     static constexpr int group_bytes = 4 * G::bytes;
+    static constexpr bool q8 = F == format::q8_0;
     // 4-bit types: the four blocks' 16 quant bytes; loads at 0 and group_bytes - 64 (in bounds).
-    static constexpr int o1 = group_bytes - 64;
+    // Q8_0 (136-byte groups): loads at 0 and 64 for the scales and the first halves.
+    static constexpr int o1 = q8 ? 64 : group_bytes - 64;
     alignas(64) static constexpr std::array<std::uint8_t, 64> quants =
         gather_index([](int k) { return (k / 16) * G::bytes + G::qs + k % 16; }, 0, o1);
+    // Q8_0: elements 16-31 of each block (bytes 18..135 of the group) from loads at 8 and 72.
+    alignas(64) static constexpr std::array<std::uint8_t, 64> quants_hi =
+        gather_index([](int k) { return (k / 16) * G::bytes + G::qs + 16 + k % 16; }, 8, 72);
     // 5-bit types: qword lanes 2j and 2j + 1 = the high bits of block j (twice in each qword).
     alignas(64) static constexpr std::array<std::uint8_t, 64> high =
         gather_index([](int k) { return (k / 16) * G::bytes + (G::qh < 0 ? 0 : G::qh) + k % 4; }, 0, o1);
@@ -169,11 +176,33 @@ inline __m512i perm2(__m512i a, const std::array<std::uint8_t, 64>& idx, __m512i
 /// rec = the row's scale record in bytes 0..K-1.
 struct row_part { __m512i d, rec; };
 
-template <format F>
-inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m512i init) noexcept {
+/// 64 bytes at p + o; Tail: only the bytes below `valid` (the rest zero, never read:
+/// masked loads do not fault), so a row's last, partial group needs no copy.
+template <bool Tail>
+inline __m512i load64(const std::uint8_t* p, int o, int valid) noexcept {
+    if constexpr (Tail) {
+        const int v = std::clamp(valid - o, 0, 64);
+        return _mm512_maskz_loadu_epi8(v == 64 ? ~__mmask64(0) : (__mmask64(1) << v) - 1, p + o);
+    } else {
+        (void)valid;
+        return _mm512_loadu_si512(p + o);
+    }
+}
+
+template <format F, bool Tail = false>
+inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m512i init, int valid = 0) noexcept {
     using Lt = layout<F>;
-    {
-        const __m512i z0 = _mm512_loadu_si512(p), z1 = _mm512_loadu_si512(p + Lt::o1);
+    if constexpr (Lt::q8) {
+        // elements 0-15 of each block from [0, 128), 16-31 from [8, 136); sign bit flipped
+        const __m512i z0 = load64<Tail>(p, 0, valid), z1 = load64<Tail>(p, 64, valid);
+        const __m512i z2 = load64<Tail>(p, 8, valid), z3 = load64<Tail>(p, 72, valid);
+        const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+        const __m512i lo = _mm512_xor_si512(perm2(z0, Lt::quants, z1), flip);
+        const __m512i hi = _mm512_xor_si512(perm2(z2, Lt::quants_hi, z3), flip);
+        const __m512i d = _mm512_dpbusd_epi32(init, lo, xlo);
+        return {_mm512_dpbusd_epi32(d, hi, xhi), perm2(z0, Lt::rec0, z1)};
+    } else {
+        const __m512i z0 = load64<Tail>(p, 0, valid), z1 = load64<Tail>(p, Lt::o1, valid);
         const __m512i v = perm2(z0, Lt::quants, z1);
         const __m512i m4 = _mm512_set1_epi8(0x0F);
         // high nibbles by one GF(2) affine map (bit i <- bit i + 4) instead of shift + and
@@ -297,12 +326,12 @@ inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
     for (std::size_t i = 0; i < 8; i += R / 2) {
         const std::uint8_t* rr[R];
         for (std::size_t k = 0; k < R; ++k) rr[k] = W + std::min(r0 + 2 * i + k, rows - 1) * row_bytes;
-        auto four = [&](const std::uint8_t* const p[R], std::size_t g) {
+        auto four = [&](auto tail, const std::uint8_t* const p[R], std::size_t g, int valid) {
             const std::uint8_t* x = xs + g * 192;
             const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64);
             const __m512i init = Lt::min ? _mm512_setzero_si512() : _mm512_load_si512(x + 128);
             detail::row_part part[R];
-            for (std::size_t k = 0; k < R; ++k) part[k] = detail::group_dot<F>(p[k], xlo, xhi, init);
+            for (std::size_t k = 0; k < R; ++k) part[k] = detail::group_dot<F, decltype(tail)::value>(p[k], xlo, xhi, init, valid);
             for (std::size_t k = 0; k < R / 2; ++k)
                 _mm512_store_si512(D + (g * 8 + i + k) * 64,
                                    detail::reduce_pair<geometry<F>::packs>(part[2 * k].d, part[2 * k + 1].d));
@@ -316,18 +345,16 @@ inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
             // ahead into L2, advancing by the bytes this step consumes.
             for (std::size_t o = 0; o < R * gb; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
             pf += R * gb;
-            four(p, g);
+            four(std::false_type{}, p, g, 0);
         }
         if (full < n_groups) {
-            // The last blocks (fewer than four) copied into zeroed space: no read past a
-            // row, and zero scales for the missing blocks.
-            alignas(64) std::uint8_t tail[R][gb] = {};
+            // The last blocks (fewer than four): masked loads, no read past the row, and
+            // zero bytes (zero scales) for the missing blocks. (A copy into a zeroed
+            // buffer cost ~15% on 576-wide rows: the wide loads right after the narrow
+            // copy stores cannot be forwarded.)
             const std::uint8_t* p[R];
-            for (std::size_t k = 0; k < R; ++k) {
-                std::memcpy(tail[k], rr[k] + full * gb, (n_blocks - 4 * full) * bb);
-                p[k] = tail[k];
-            }
-            four(p, full);
+            for (std::size_t k = 0; k < R; ++k) p[k] = rr[k] + full * gb;
+            four(std::true_type{}, p, full, int((n_blocks - 4 * full) * bb));
         }
     }
     __m512 acc = _mm512_setzero_ps();
