@@ -93,6 +93,15 @@ inline void split_halves(const std::uint8_t* q, std::size_t n_valid, std::size_t
     }
 }
 
+/// Q8_0: per group [elements 0-63 | 64-127 | unused] (plain order, zero beyond n_valid).
+inline void split_plain(const std::uint8_t* q, std::size_t n_valid, std::size_t n_groups, std::uint8_t* out) noexcept {
+    for (std::size_t g = 0; g < n_groups; ++g) {
+        const std::size_t o = g * 128;
+        _mm512_store_si512(out + g * 192, o < n_valid ? _mm512_loadu_si512(q + o) : _mm512_setzero_si512());
+        _mm512_store_si512(out + g * 192 + 64, o + 64 < n_valid ? _mm512_loadu_si512(q + o + 64) : _mm512_setzero_si512());
+    }
+}
+
 namespace detail {
 
 /// vpermt2b index: output byte k takes group byte src(k) from two 64-byte loads at o0 and o1.
@@ -109,15 +118,10 @@ constexpr std::array<std::uint8_t, 64> gather_index(Src src, int o0, int o1) {
 template <format F> struct layout {
     using G = geometry<F>;
     static constexpr int group_bytes = 4 * G::bytes;
-    static constexpr bool q8 = F == format::q8_0;
     // 4-bit types: the four blocks' 16 quant bytes; loads at 0 and group_bytes - 64 (in bounds).
-    // Q8_0 (136-byte groups): loads at 0 and 64 for the scales and the first halves.
-    static constexpr int o1 = q8 ? 64 : group_bytes - 64;
+    static constexpr int o1 = group_bytes - 64;
     alignas(64) static constexpr std::array<std::uint8_t, 64> quants =
         gather_index([](int k) { return (k / 16) * G::bytes + G::qs + k % 16; }, 0, o1);
-    // Q8_0: elements 16-31 of each block (bytes 18..135 of the group) from loads at 8 and 72.
-    alignas(64) static constexpr std::array<std::uint8_t, 64> quants_hi =
-        gather_index([](int k) { return (k / 16) * G::bytes + G::qs + 16 + k % 16; }, 8, 72);
     // 5-bit types: qword lanes 2j and 2j + 1 = the high bits of block j (twice in each qword).
     alignas(64) static constexpr std::array<std::uint8_t, 64> high =
         gather_index([](int k) { return (k / 16) * G::bytes + (G::qh < 0 ? 0 : G::qh) + k % 4; }, 0, o1);
@@ -192,16 +196,7 @@ inline __m512i load64(const std::uint8_t* p, int o, int valid) noexcept {
 template <format F, bool Tail = false>
 inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m512i init, int valid = 0) noexcept {
     using Lt = layout<F>;
-    if constexpr (Lt::q8) {
-        // elements 0-15 of each block from [0, 128), 16-31 from [8, 136); sign bit flipped
-        const __m512i z0 = load64<Tail>(p, 0, valid), z1 = load64<Tail>(p, 64, valid);
-        const __m512i z2 = load64<Tail>(p, 8, valid), z3 = load64<Tail>(p, 72, valid);
-        const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-        const __m512i lo = _mm512_xor_si512(perm2(z0, Lt::quants, z1), flip);
-        const __m512i hi = _mm512_xor_si512(perm2(z2, Lt::quants_hi, z3), flip);
-        const __m512i d = _mm512_dpbusd_epi32(init, lo, xlo);
-        return {_mm512_dpbusd_epi32(d, hi, xhi), perm2(z0, Lt::rec0, z1)};
-    } else {
+    {
         const __m512i z0 = load64<Tail>(p, 0, valid), z1 = load64<Tail>(p, Lt::o1, valid);
         const __m512i v = perm2(z0, Lt::quants, z1);
         const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -216,6 +211,44 @@ inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m51
         const __m512i d = _mm512_dpbusd_epi32(init, lo, xlo);
         if constexpr (Lt::direct) return {_mm512_dpbusd_epi32(d, hi, xhi), _mm512_permutexvar_epi8(load_idx(Lt::rec0), z0)};
         else return {_mm512_dpbusd_epi32(d, hi, xhi), perm2(z0, Lt::rec0, z1)};
+    }
+}
+
+/// Q8_0, one row's group (four 34-byte blocks): 128-bit lane j = four partial sums
+/// of block j, without the zero point (fold16 adds -128 * sum(xq) per block, the
+/// act_layout aux word). The quants are already in element order, so the activations
+/// stay in plain order (x0 = elements 0-63, x1 = 64-127) and two 32-byte loads per
+/// register replace the byte gathers of the 4-bit types (vpermt2b costs two cycles on
+/// port 5, which the 4-bit kernel saturates; Q8_0 has twice the bytes per element).
+/// Tail: only the first `valid` bytes exist (whole blocks); the rest read as zero.
+template <bool Tail>
+inline __m512i q8_group_dot(const std::uint8_t* p, __m512i x0, __m512i x1, int valid) noexcept {
+    auto l32 = [&](int o) {
+        if constexpr (Tail) {
+            const int v = std::clamp(valid - o, 0, 32);
+            return _mm256_maskz_loadu_epi8(v == 32 ? ~__mmask32(0) : (__mmask32(1) << v) - 1, p + o);
+        } else {
+            (void)valid;
+            return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + o));
+        }
+    };
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)); // u = q + 128
+    const __m512i a = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(l32(2)), l32(36), 1), flip);
+    const __m512i b = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(l32(70)), l32(104), 1), flip);
+    const __m512i da = _mm512_dpbusd_epi32(_mm512_setzero_si512(), a, x0);
+    const __m512i db = _mm512_dpbusd_epi32(_mm512_setzero_si512(), b, x1);
+    // lanes of da: block 0, 0, 1, 1; of db: 2, 2, 3, 3
+    return _mm512_add_epi32(_mm512_shuffle_i64x2(da, db, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i64x2(da, db, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/// Q8_0: the four F16 scales of a group into a row's 8-byte record (plain 16-bit
+/// copies: no vector port); missing blocks of a tail group get scale 0.
+template <bool Tail>
+inline void q8_record(const std::uint8_t* p, std::uint8_t* rec, int valid) noexcept {
+    for (int j = 0; j < 4; ++j) {
+        if (!Tail || 34 * j < valid) std::memcpy(rec + 2 * j, p + 34 * j, 2);
+        else std::memset(rec + 2 * j, 0, 2);
     }
 }
 
@@ -280,6 +313,11 @@ inline __m512 fold16(const std::uint8_t* D, const std::uint8_t* S, const float* 
     };
     for (std::size_t j = 0; j < n_fold; ++j) {
         const __m512 s = half(sc[j / 2], j);
+        if constexpr (F == format::q8_0) { // the zero point: -128 * sum(xq) of the block
+            std::int32_t z;
+            std::memcpy(&z, aux + 4 * (sb + j), 4);
+            is[j] = _mm512_add_epi32(is[j], _mm512_set1_epi32(z));
+        }
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[sb + j])), acc);
         if constexpr (Lt::min) {
             const __m512 m = _mm512_sub_ps(_mm512_setzero_ps(), half(mn[j / 2], j));
@@ -329,13 +367,21 @@ inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
         auto four = [&](auto tail, const std::uint8_t* const p[R], std::size_t g, int valid) {
             const std::uint8_t* x = xs + g * 192;
             const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64);
-            const __m512i init = Lt::min ? _mm512_setzero_si512() : _mm512_load_si512(x + 128);
+            const __m512i init = Lt::min || F == format::q8_0 ? _mm512_setzero_si512() : _mm512_load_si512(x + 128);
+            constexpr bool T = decltype(tail)::value;
             detail::row_part part[R];
-            for (std::size_t k = 0; k < R; ++k) part[k] = detail::group_dot<F, decltype(tail)::value>(p[k], xlo, xhi, init, valid);
+            for (std::size_t k = 0; k < R; ++k) {
+                if constexpr (F == format::q8_0) {
+                    part[k].d = detail::q8_group_dot<T>(p[k], xlo, xhi, valid);
+                    detail::q8_record<T>(p[k], S + (g * 16 + 2 * i + k) * K, valid);
+                } else {
+                    part[k] = detail::group_dot<F, T>(p[k], xlo, xhi, init, valid);
+                    store_rec(S + (g * 16 + 2 * i + k) * K, part[k].rec);
+                }
+            }
             for (std::size_t k = 0; k < R / 2; ++k)
                 _mm512_store_si512(D + (g * 8 + i + k) * 64,
                                    detail::reduce_pair<geometry<F>::packs>(part[2 * k].d, part[2 * k + 1].d));
-            for (std::size_t k = 0; k < R; ++k) store_rec(S + (g * 16 + 2 * i + k) * K, part[k].rec);
         };
         for (std::size_t g = 0; g < full; ++g) {
             const std::uint8_t* p[R];
@@ -516,6 +562,7 @@ inline void rows16_k(const std::uint8_t* W, std::size_t row_bytes, std::size_t r
 template <format F>
 inline void split(const std::uint8_t* q, std::size_t n_valid, std::size_t n_groups, std::uint8_t* out) noexcept {
     if constexpr (F == format::q4_K || F == format::q5_K) split_q4_K(q, n_valid, n_groups, out);
+    else if constexpr (F == format::q8_0) split_plain(q, n_valid, n_groups, out);
     else split_halves(q, n_valid, n_groups, geometry<F>::zero, out);
 }
 
