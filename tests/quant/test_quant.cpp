@@ -409,6 +409,36 @@ BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
     }
 }
 
+// A decode step's q/k/v (or gate/up) through matmul_batch: one dispatch for all
+// matrices of one quantised type, width and x; each output bitwise matmul's.
+BOOST_AUTO_TEST_CASE(matmul_batch_quantised_single_token) {
+    archetype::thread_pool p2(2), p3(3);
+    for (ggml_type t : all_types)
+    for (std::size_t legacy_cols : {576, 4192}) {
+        if (archetype::traits_of(t).block_size == 1) continue;
+        const std::size_t cols = archetype::traits_of(t).block_size == 256 ? 768 : legacy_cols;
+        const std::size_t rows[] = {37, 16, 5};
+        std::vector<std::vector<std::uint8_t>> w;
+        std::vector<k::weight_view> W;
+        for (std::size_t i = 0; i < 3; ++i) w.push_back(random_rows(t, rows[i], cols, unsigned(7 + i)));
+        for (std::size_t i = 0; i < 3; ++i) W.push_back({t, w[i].data(), rows[i], cols});
+        const auto x = gaussian(cols, 11);
+        for (archetype::thread_pool* pool : {static_cast<archetype::thread_pool*>(nullptr), &p2, &p3}) {
+            std::vector<float> sep[3], fused[3];
+            std::vector<k::matmul_task> tasks;
+            for (std::size_t i = 0; i < 3; ++i) {
+                sep[i].assign(rows[i], 0.f);
+                fused[i].assign(rows[i], -1.f);
+                k::matmul(W[i], x.data(), cols, 1, sep[i].data(), rows[i], pool);
+                tasks.push_back({&W[i], x.data(), cols, fused[i].data(), rows[i]});
+            }
+            k::matmul_batch(tasks, 1, pool);
+            for (std::size_t i = 0; i < 3; ++i)
+                BOOST_TEST(bits_equal(sep[i], fused[i]), name(t) << " cols " << cols << " matrix " << i);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(unsupported_types_are_named) {
     std::vector<std::uint8_t> w(1024);
     std::vector<float> x(256), y(4);

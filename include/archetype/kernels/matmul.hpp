@@ -101,7 +101,8 @@ struct matmul_task {
 };
 
 /// Independent products over the same n_tok rows. One token with every weight
-/// F16 (or every weight F32) runs them all in one dispatch (detail::gemv_many):
+/// F16 (or every weight F32) runs them all in one dispatch (detail::gemv_many), and
+/// so does one token through one quantised type, width and x (vnni::gemv_many):
 /// a decode step has several small projections of one input size (RWKV's
 /// r/k/v/g), and each separate dispatch pays a fork-join and a cold start of
 /// the weight stream. Otherwise, one matmul per task. Either way each output
@@ -110,8 +111,24 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
     bool fuse = n_tok == 1 && !tasks.empty();
     for (const auto& t : tasks) {
         detail::check_matmul_weight(*t.W);
-        fuse = fuse && t.W->type == tasks[0].W->type && (t.W->type == ggml_type::F16 || t.W->type == ggml_type::F32);
+        fuse = fuse && t.W->type == tasks[0].W->type;
     }
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+    // One block type, one width, one x (a decode step's q/k/v or gate/up): the
+    // quantised single-token kernel takes all matrices in one dispatch, quantising
+    // x once.
+    if (fuse && tasks.size() <= 8 && traits_of(tasks[0].W->type).block_size > 1) {
+        bool same_x = true;
+        quant::vnni::detail::gemv_part parts[8];
+        for (std::size_t i = 0; i < tasks.size(); ++i) {
+            same_x = same_x && tasks[i].x == tasks[0].x && tasks[i].W->cols == tasks[0].W->cols;
+            parts[i] = {static_cast<const std::uint8_t*>(tasks[i].W->data), tasks[i].W->rows, tasks[i].y};
+        }
+        if (same_x && quant::vnni::gemv_many(tasks[0].W->type, parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool))
+            return;
+    }
+#endif
+    fuse = fuse && (tasks[0].W->type == ggml_type::F16 || tasks[0].W->type == ggml_type::F32);
     if (!fuse) {
         for (const auto& t : tasks) matmul(*t.W, t.x, t.ldx, n_tok, t.y, t.ldy, pool);
         return;

@@ -45,9 +45,9 @@ inline void project_qkv(const attention_weights& w, const attention_dims& d, con
                         std::size_t n, float* q, float* k, float* v, const rope_params* rope, const float* cos,
                         const float* sin, thread_pool* pool) {
     const std::size_t qw = d.q_width(), kw = d.kv_width(), hd = d.head_dim;
-    kernels::matmul(w.wq, h, ldh, n, q, qw, pool);
-    kernels::matmul(w.wk, h, ldh, n, k, kw, pool);
-    kernels::matmul(w.wv, h, ldh, n, v, kw, pool);
+    // one dispatch for the three when decoding one token (see matmul_batch)
+    const kernels::matmul_task qkv[] = {{&w.wq, h, ldh, q, qw}, {&w.wk, h, ldh, k, kw}, {&w.wv, h, ldh, v, kw}};
+    kernels::matmul_batch(qkv, n, pool);
     detail::add_row_bias(q, qw, n, w.bq, qw);
     detail::add_row_bias(k, kw, n, w.bk, kw);
     detail::add_row_bias(v, kw, n, w.bv, kw);

@@ -87,12 +87,16 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
     const std::size_t n_ff = w.n_ff();
     ffn_workspace::grow(ws.a, n_tok * n_ff);
     float* a = ws.a.data();
-    kernels::matmul(w.up, x, ldx, n_tok, a, n_ff, pool);
+    if constexpr (FFN::gated) ffn_workspace::grow(ws.b, n_tok * n_ff);
+    if constexpr (FFN::gated) { // up and gate in one dispatch when decoding one token (see matmul_batch)
+        const kernels::matmul_task ug[] = {{&w.up, x, ldx, a, n_ff}, {&w.gate, x, ldx, ws.b.data(), n_ff}};
+        kernels::matmul_batch(ug, n_tok, pool);
+    } else {
+        kernels::matmul(w.up, x, ldx, n_tok, a, n_ff, pool);
+    }
     add_bias(a, n_ff, n_tok, w.up_bias, n_ff);
     if constexpr (FFN::gated) {
-        ffn_workspace::grow(ws.b, n_tok * n_ff);
         float* g = ws.b.data();
-        kernels::matmul(w.gate, x, ldx, n_tok, g, n_ff, pool);
         add_bias(g, n_ff, n_tok, w.gate_bias, n_ff);
         if constexpr (FFN::name == std::string_view("SwiGLU")) {
             kernels::silu_mul(g, a, n_tok * n_ff);

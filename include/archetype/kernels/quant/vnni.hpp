@@ -666,9 +666,21 @@ template <> inline constexpr int gemv_format<dec_q5_1> = int(gemv::format::q5_1)
 template <> inline constexpr int gemv_format<dec_q4_K> = int(gemv::format::q4_K);
 template <> inline constexpr int gemv_format<dec_q5_K> = int(gemv::format::q5_K);
 
+/// One matrix of a fused single-token GEMV: rows x (shared cols) weights, output y.
+struct gemv_part {
+    const std::uint8_t* W;
+    std::size_t rows;
+    float* y;
+};
+
+/// Single-token GEMVs of n matrices over the same activations (quantised and laid
+/// out by the caller) in one pool dispatch: the 16-row groups of all matrices in
+/// order, contiguous ranges per thread. A decode step's q/k/v (or gate/up) then pay
+/// one fork-join and one cold start of the weight stream instead of three (two);
+/// each output is bitwise what a separate call gives.
 template <class D>
-inline void gemv_legacy(const std::uint8_t* W, std::size_t rows, std::size_t row_bytes, std::size_t n_blocks,
-                        const std::uint8_t* act, const act_layout& L, float* y, thread_pool* pool) {
+inline void gemv_legacy(const gemv_part* parts, std::size_t n, std::size_t row_bytes, std::size_t n_blocks,
+                        const std::uint8_t* act, const act_layout& L, thread_pool* pool) {
     const std::size_t n_groups = (2 * L.n_slices + 3) / 4;
     static thread_local byte_scratch split_buf;
     std::uint8_t* xs = split_buf.get(gemv::split_bytes(n_groups));
@@ -676,14 +688,28 @@ inline void gemv_legacy(const std::uint8_t* W, std::size_t rows, std::size_t row
     gemv::split<F>(act, L.n_slices * 64, n_groups, xs);
     const auto* dx = reinterpret_cast<const float*>(act + L.dx_off());
     const std::uint8_t* aux = act + L.aux_off();
-    const std::size_t groups16 = (rows + 15) / 16;
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += (parts[i].rows + 15) / 16;
     auto dec = [&](std::size_t gb, std::size_t ge) {
         static thread_local byte_scratch part_buf;
         std::uint8_t* part = part_buf.get(gemv::rows16_scratch(2 * L.n_slices));
-        for (std::size_t g = gb; g < ge; ++g)
-            gemv::run16<F>(W, row_bytes, rows, g * 16, n_blocks, 2 * L.n_slices, xs, dx, aux, y, part);
+        std::size_t i = 0, first = 0; // matrix i holds groups [first, first + its groups)
+        for (std::size_t g = gb; g < ge; ++g) {
+            while (g - first >= (parts[i].rows + 15) / 16) first += (parts[i++].rows + 15) / 16;
+            gemv::run16<F>(parts[i].W, row_bytes, parts[i].rows, (g - first) * 16, n_blocks, 2 * L.n_slices, xs, dx,
+                           aux, parts[i].y, part);
+        }
     };
-    if (pool) pool->parallel_for(groups16, dec); else dec(0, groups16);
+    if (pool) pool->parallel_for(total, dec); else dec(0, total);
+}
+
+/// Whether a single-token product of D with rows of row_bytes runs on gemv_legacy.
+template <class D>
+constexpr bool uses_gemv_legacy(std::size_t row_bytes) noexcept {
+    // Q8_0 rows of 4 KiB and more stay with gemv16: its 16 concurrent row
+    // streams read them from DRAM ~10% faster (0.94 vs 0.85 of the probe on
+    // 2048 x 5632); shorter rows go 15-25% faster through rows16.
+    return gemv_format<D> >= 0 && (!std::is_same_v<D, dec_q8_0> || row_bytes < gemv16_min_row_bytes_q8_0);
 }
 #endif
 
@@ -705,11 +731,9 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     if (n_tok == 1) {
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
         if constexpr (gemv_format<D> >= 0) {
-            // Q8_0 rows of 4 KiB and more stay with gemv16: its 16 concurrent row
-            // streams read them from DRAM ~10% faster (0.94 vs 0.85 of the probe on
-            // 2048 x 5632); shorter rows go 15-25% faster through rows16.
-            if (!std::is_same_v<D, dec_q8_0> || row_bytes < gemv16_min_row_bytes_q8_0) {
-                gemv_legacy<D>(W, rows, row_bytes, n_blocks, act, L, y, pool);
+            if (uses_gemv_legacy<D>(row_bytes)) {
+                const gemv_part part{W, rows, y};
+                gemv_legacy<D>(&part, 1, row_bytes, n_blocks, act, L, pool);
                 return;
             }
         }
@@ -745,7 +769,47 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     if (pool) pool->parallel_for(groups, work); else work(0, groups);
 }
 
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+/// gemv_legacy over n matrices of type D, cols wide, one token x; false (nothing
+/// done) when D's rows of that width do not run on it.
+template <class D>
+inline bool gemv_many(const gemv_part* parts, std::size_t n, std::size_t cols, const float* x, thread_pool* pool) {
+    using P = packed_layout<D>;
+    const std::size_t block = is_k<D> ? 256 : 32;
+    const std::size_t n_blocks = cols / block, row_bytes = n_blocks * D::bytes;
+    if constexpr (gemv_format<D> < 0) return false;
+    else {
+        if (!uses_gemv_legacy<D>(row_bytes)) return false;
+        const act_layout L = make_act_layout((cols + 63) / 64, P::sub);
+        static thread_local byte_scratch act_buf;
+        std::uint8_t* act = act_buf.get(L.stride);
+        quantize_token(x, cols, L, sub_traits<D>::act, P::sub, P::zero, act);
+        gemv_legacy<D>(parts, n, row_bytes, n_blocks, act, L, pool);
+        return true;
+    }
+}
+#endif
+
 } // namespace detail
+
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+/// Single-token products of n matrices of one block type and width `cols` over the
+/// same x, in one dispatch (detail::gemv_legacy); false (nothing done) when this type
+/// and width have no fused kernel. Each y is bitwise what matmul gives.
+inline bool gemv_many(ggml_type type, const detail::gemv_part* parts, std::size_t n, std::size_t cols, const float* x,
+                      thread_pool* pool) {
+    switch (type) {
+    case ggml_type::Q8_0: return detail::gemv_many<detail::dec_q8_0>(parts, n, cols, x, pool);
+    case ggml_type::Q4_0: return detail::gemv_many<detail::dec_q4_0>(parts, n, cols, x, pool);
+    case ggml_type::Q4_1: return detail::gemv_many<detail::dec_q4_1>(parts, n, cols, x, pool);
+    case ggml_type::Q5_0: return detail::gemv_many<detail::dec_q5_0>(parts, n, cols, x, pool);
+    case ggml_type::Q5_1: return detail::gemv_many<detail::dec_q5_1>(parts, n, cols, x, pool);
+    case ggml_type::Q4_K: return detail::gemv_many<detail::dec_q4_K>(parts, n, cols, x, pool);
+    case ggml_type::Q5_K: return detail::gemv_many<detail::dec_q5_K>(parts, n, cols, x, pool);
+    default: return false;
+    }
+}
+#endif
 
 /// Quantised matmul for the block types; false when `type` has no VNNI kernel here.
 inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
