@@ -68,6 +68,9 @@ inline constexpr std::size_t prefetch_ahead = 2048;
 inline constexpr std::size_t rows_in_flight = 4;
 // Distance of the linear L2 prefetch cursor of the legacy types' rows (bytes).
 inline constexpr std::size_t linear_ahead = 32768;
+// Bytes the cursor advances per group during the second pass (fold16): measured +2-5%
+// on Q4_0 / Q8_0 from DRAM over 0 (128 > 256 > 512, which was slower than 0).
+inline constexpr std::size_t fold_ahead = 128;
 
 /// Bytes of the re-laid-out activations for n_groups groups.
 inline constexpr std::size_t split_bytes(std::size_t n_groups) noexcept { return n_groups * 192; }
@@ -404,8 +407,13 @@ inline void rows16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
         }
     }
     __m512 acc = _mm512_setzero_ps();
-    for (std::size_t g = 0; g < n_groups; ++g)
+    for (std::size_t g = 0; g < n_groups; ++g) {
+        // The fold reads no weights: keep the DRAM stream moving meanwhile with the
+        // cursor's next lines (the next call's first steps then find them in L2).
+        for (std::size_t o = 0; o < fold_ahead; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+        pf += fold_ahead;
         acc = detail::fold16<F>(D + g * 8 * 64, S + g * 16 * K, dx, aux, 4 * g, std::min<std::size_t>(4, n_sub - 4 * g), acc);
+    }
     const std::size_t nr = std::min<std::size_t>(16, rows - r0);
     _mm512_mask_storeu_ps(y + r0, __mmask16((1u << nr) - 1u), acc);
 }
