@@ -1,6 +1,6 @@
 #pragma once
-// Single-token quantised GEMV (decode) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q5_K
-// on AVX-512 VNNI + VBMI + GFNI: y[r] = sum_k W[r][k] * x[k] with x already
+// Single-token quantised GEMV (decode) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
+// Q8_0 rows under 4 KiB (q8_group_dot) on AVX-512 VNNI + VBMI + GFNI: y[r] = sum_k W[r][k] * x[k] with x already
 // quantised to int8 (per 32-block scale dx, per block auxiliary word;
 // vnni.hpp's act_layout).
 //

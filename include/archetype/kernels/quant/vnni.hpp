@@ -20,7 +20,7 @@
 // decoded bytes of 32 rows so that each fp32 accumulator lane is one output and
 // whole sub-blocks are summed in int32 by vpdpbusd before one float step per
 // sub-block; a single token skips the repacking (gemv_vnni.hpp; gemv16 for
-// Q6_K). All give every output
+// Q6_K and for Q8_0 rows of 4 KiB and more). All give every output
 // the same exact integer sums and the same float chain, so results do not
 // depend on the thread count or on how many tokens are batched.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
