@@ -87,8 +87,8 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
     const std::size_t n_ff = w.n_ff();
     ffn_workspace::grow(ws.a, n_tok * n_ff);
     float* a = ws.a.data();
-    if constexpr (FFN::gated) ffn_workspace::grow(ws.b, n_tok * n_ff);
     if constexpr (FFN::gated) { // up and gate in one dispatch when decoding one token (see matmul_batch)
+        ffn_workspace::grow(ws.b, n_tok * n_ff);
         const kernels::matmul_task ug[] = {{&w.up, x, ldx, a, n_ff}, {&w.gate, x, ldx, ws.b.data(), n_ff}};
         kernels::matmul_batch(ug, n_tok, pool);
     } else {

@@ -711,6 +711,26 @@ constexpr bool uses_gemv_legacy(std::size_t row_bytes) noexcept {
     // 2048 x 5632); shorter rows go 15-25% faster through rows16.
     return gemv_format<D> >= 0 && (!std::is_same_v<D, dec_q8_0> || row_bytes < gemv16_min_row_bytes_q8_0);
 }
+
+/// gemv_legacy over n matrices of type D, cols wide, one token x; false (nothing
+/// done) when D's rows of that width do not run on it.
+template <class D>
+inline bool gemv_many(const gemv_part* parts, std::size_t n, std::size_t cols, const float* x, thread_pool* pool) {
+    if constexpr (gemv_format<D> < 0) {
+        (void)parts, (void)n, (void)cols, (void)x, (void)pool;
+        return false;
+    } else {
+        using P = packed_layout<D>;
+        const std::size_t n_blocks = cols / (is_k<D> ? 256 : 32), row_bytes = n_blocks * D::bytes;
+        if (!uses_gemv_legacy<D>(row_bytes)) return false;
+        const act_layout L = make_act_layout((cols + 63) / 64, P::sub);
+        static thread_local byte_scratch act_buf;
+        std::uint8_t* act = act_buf.get(L.stride);
+        quantize_token(x, cols, L, sub_traits<D>::act, P::sub, P::zero, act);
+        gemv_legacy<D>(parts, n, row_bytes, n_blocks, act, L, pool);
+        return true;
+    }
+}
 #endif
 
 template <class D>
@@ -721,6 +741,12 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     const std::size_t n_blocks = cols / block;
     const std::size_t row_bytes = n_blocks * D::bytes;
     const std::size_t n_slices = (cols + 63) / 64;
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+    if (n_tok == 1) { // the single-token kernel (rows16), where it serves this type and width
+        const gemv_part part{W, rows, y};
+        if (gemv_many<D>(&part, 1, cols, x, pool)) return;
+    }
+#endif
     const act_layout L = make_act_layout(n_slices, P::sub);
     static thread_local byte_scratch act_buf;
     std::uint8_t* act = act_buf.get(n_tok * L.stride);
@@ -729,15 +755,6 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     };
     if (pool && n_tok > 1) pool->parallel_for(n_tok, quant); else quant(0, n_tok);
     if (n_tok == 1) {
-#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
-        if constexpr (gemv_format<D> >= 0) {
-            if (uses_gemv_legacy<D>(row_bytes)) {
-                const gemv_part part{W, rows, y};
-                gemv_legacy<D>(&part, 1, row_bytes, n_blocks, act, L, pool);
-                return;
-            }
-        }
-#endif
         const std::size_t groups16 = (rows + 15) / 16;
         auto dec = [&](std::size_t gb, std::size_t ge) {
             for (std::size_t g = gb; g < ge; ++g) gemv16<D>(W, row_bytes, rows, g * 16, n_blocks, n_slices, act, L, y);
@@ -768,27 +785,6 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     };
     if (pool) pool->parallel_for(groups, work); else work(0, groups);
 }
-
-#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
-/// gemv_legacy over n matrices of type D, cols wide, one token x; false (nothing
-/// done) when D's rows of that width do not run on it.
-template <class D>
-inline bool gemv_many(const gemv_part* parts, std::size_t n, std::size_t cols, const float* x, thread_pool* pool) {
-    using P = packed_layout<D>;
-    const std::size_t block = is_k<D> ? 256 : 32;
-    const std::size_t n_blocks = cols / block, row_bytes = n_blocks * D::bytes;
-    if constexpr (gemv_format<D> < 0) return false;
-    else {
-        if (!uses_gemv_legacy<D>(row_bytes)) return false;
-        const act_layout L = make_act_layout((cols + 63) / 64, P::sub);
-        static thread_local byte_scratch act_buf;
-        std::uint8_t* act = act_buf.get(L.stride);
-        quantize_token(x, cols, L, sub_traits<D>::act, P::sub, P::zero, act);
-        gemv_legacy<D>(parts, n, row_bytes, n_blocks, act, L, pool);
-        return true;
-    }
-}
-#endif
 
 } // namespace detail
 
