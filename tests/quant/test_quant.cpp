@@ -379,7 +379,8 @@ BOOST_AUTO_TEST_CASE(matmul_exact_activations) {
 
 // Row lengths that take each single-token kernel's paths: a partial last 128-element
 // group (352 = 11 blocks, 576 = 18 blocks: masked tail loads), whole groups (1536),
-// and Q8_0 rows of >= 4 KiB (4192 = 131 blocks), which use gemv16 instead of rows16.
+// and Q8_0 rows of >= 4 KiB (4192 = 131 blocks), which use gemv16 instead of rows16 on Intel
+// (rows16 on AMD: an odd block count there).
 BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
     for (ggml_type t : all_types)
     for (std::size_t legacy_cols : {352, 576, 1536, 4192}) {

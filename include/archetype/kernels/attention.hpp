@@ -81,7 +81,13 @@ inline std::vector<float>& attention_scratch() {
     thread_local std::vector<float> buf;
     return buf;
 }
-inline constexpr std::size_t attention_q_block = 16;
+// Query rows per (head, block) task: four micro-tile heights (56 on AVX-512), so
+// the block's scores go through the packed GEMM engine (use_packed) instead of the
+// row-dot engine, whose per-element horizontal reductions dominate at head_dim 64.
+// SmolLM2-135M shape, F32, 512-token prefill, 2 threads (AMD Zen 4): +11% over
+// blocks of 16 (28: +8%, 42: +9%); larger blocks compute more masked scores on
+// the causal diagonal.
+inline constexpr std::size_t attention_q_block = 4 * MR;
 
 /// Scores s[m x n] = Q[m x hd] . K[n x hd]^T for keys [j0, j0 + n) of kv head g, the
 /// keys read where they are stored: float rows, or half rows widened in registers

@@ -285,7 +285,7 @@ inline constexpr std::size_t prefetch_distance = 4096;
 inline constexpr std::size_t gemv_prefetch = 512; // per row, 16 rows in flight
 inline constexpr std::size_t gemv_linear_ahead = 32768; // linear L2 cursor over a 16-row group
 inline constexpr std::size_t gemv_linear_max_group = 49152; // ... used when the group is at most this many bytes
-inline constexpr std::size_t gemv16_min_row_bytes_q8_0 = 4096; // Q8_0 rows at least this long use gemv16
+inline constexpr std::size_t gemv16_min_row_bytes_q8_0 = 4096; // on Intel, Q8_0 rows at least this long use gemv16
 
 /// Activations of one token: int8 quants, per-32 scale dx, per sub-block an
 /// auxiliary word: -z * sum(xq) (int32, zero-point types) or the float that
@@ -705,11 +705,20 @@ inline void gemv_legacy(const gemv_part* parts, std::size_t n, std::size_t row_b
 
 /// Whether a single-token product of D with rows of row_bytes runs on gemv_legacy.
 template <class D>
-constexpr bool uses_gemv_legacy(std::size_t row_bytes) noexcept {
-    // Q8_0 rows of 4 KiB and more stay with gemv16: its 16 concurrent row
-    // streams read them from DRAM ~10% faster (0.94 vs 0.85 of the probe on
-    // 2048 x 5632); shorter rows go 15-25% faster through rows16.
-    return gemv_format<D> >= 0 && (!std::is_same_v<D, dec_q8_0> || row_bytes < gemv16_min_row_bytes_q8_0);
+inline bool uses_gemv_legacy(std::size_t row_bytes) noexcept {
+    if constexpr (!std::is_same_v<D, dec_q8_0>) {
+        (void)row_bytes;
+        return gemv_format<D> >= 0;
+    } else {
+        // Q8_0 by CPU. AMD Zen 4 (512-bit operations split in two): rows16 at every
+        // width; gemv16's 16 row streams cost more compute than the cores have to
+        // spare (2048 x 5632, 1 thread, cache-resident: 44.7 GB/s on rows16 vs 28.1;
+        // from DRAM, 2 threads: +8%). Intel Xeon (session 4): rows of 4 KiB and
+        // more stay with gemv16, which read them ~10% faster from DRAM (0.94 vs
+        // 0.85 of the probe on 2048 x 5632); shorter rows go 15-25% faster through rows16.
+        static const bool amd = __builtin_cpu_is("amd");
+        return amd || row_bytes < gemv16_min_row_bytes_q8_0;
+    }
 }
 
 /// gemv_legacy over n matrices of type D, cols wide, one token x; false (nothing
