@@ -3,7 +3,8 @@
 //   SmolLM2-135M shape (576 dim, 30 layers, 9/3 heads, FFN 1536, vocab 49152) in F32, F16, Q8_0;
 //   TinyLlama-1.1B shape (2048 dim, 22 layers, 32/4 heads, FFN 5632, vocab 32000) in Q8_0, Q4_0:
 //   prefill 512 tokens, decode 128 tokens, decode 32 tokens at depth 2048, each next to the
-//   read bandwidth measured just before and the bound it sets (bytes per token / bandwidth);
+//   read bandwidth and the bound it sets (bytes per token / bandwidth), in three interleaved
+//   rounds (ours, llama-bench, a bandwidth probe), medians;
 //   static vs dynamic dimensions; SlidingWindow<512> + RollingCache vs FullCache at depth 512 / 4096.
 // With LLAMA_BENCH set (path of llama-bench), runs it on the same files (-t 2, -p 512 -n 128,
 // -n 32 -d 2048) and prints archetype / llama.cpp ratios.
@@ -70,9 +71,9 @@ int main(int argc, char** argv) {
     std::printf("\nSmolLM2-135M shape (576 dim, 30 layers, 9/3 heads, FFN 1536, vocab 49152), static dims:\n");
     header(depth);
     const auto sp = smol_spec();
-    bench_file<Preset>("F32", model_file("smol", ggml_type::F32), sp, n_tg, depth, lb, bw_pool);
-    bench_file<Preset>("Q8_0", model_file("smol", ggml_type::Q8_0), sp, n_tg, depth, lb, bw_pool);
-    if (!quick) bench_file<Preset>("F16", model_file("smol", ggml_type::F16), sp, n_tg, depth, lb, bw_pool);
+    bench_file<Preset>("F32", model_file("smol", ggml_type::F32), sp, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
+    bench_file<Preset>("Q8_0", model_file("smol", ggml_type::Q8_0), sp, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
+    if (!quick) bench_file<Preset>("F16", model_file("smol", ggml_type::F16), sp, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
 #elif ARCHETYPE_BENCH_PRESET == 2
     // compare with bench_decoder_smol's static Q8_0 row (same file, same prompt)
     const auto m = load_model<Preset>(model_file("smol", ggml_type::Q8_0));
@@ -100,8 +101,8 @@ int main(int argc, char** argv) {
     header(depth);
     const auto tl = tiny_spec();
     const std::string q8 = model_file("tiny", ggml_type::Q8_0), q4 = model_file("tiny", ggml_type::Q4_0);
-    bench_file<Preset>("Q8_0", q8, tl, n_tg, depth, lb, bw_pool);
-    bench_file<Preset>("Q4_0", q4, tl, n_tg, depth, lb, bw_pool);
+    bench_file<Preset>("Q8_0", q8, tl, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
+    bench_file<Preset>("Q4_0", q4, tl, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
 #endif
     return 0;
 }

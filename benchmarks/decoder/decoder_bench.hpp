@@ -77,38 +77,49 @@ void warm_up(const decoder_model<D>& m) {
 struct llama_result {
     double prefill = 0, decode = 0, decode_depth = 0;
 };
-inline llama_result llama_bench(const std::string& bench, const std::string& file, std::size_t n_gen, std::size_t depth,
-                         std::size_t n_depth_gen) {
+/// One llama-bench run on `file` with `args` (its -p / -n / -d), -t 2, `reps` repetitions.
+inline llama_result llama_bench_run(const std::string& bench, const std::string& file, const std::string& args,
+                                    int reps = 3) {
     llama_result r;
-    auto run = [&](const std::string& args) {
-        const std::string cmd = bench + " -m " + file + " " + args + " -t 2 -r 3 -o json 2>/dev/null";
+    const std::string cmd = bench + " -m " + file + " " + args + " -t 2 -r " + std::to_string(reps) + " -o json 2>/dev/null";
+    std::string out;
+    {
         std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-        std::string out;
-        if (!p) return out;
+        if (!p) return r;
         char buf[4096];
         while (std::size_t n = fread(buf, 1, sizeof buf, p.get())) out.append(buf, n);
-        return out;
-    };
-    auto field = [](const std::string& out, std::size_t from, const char* key) -> double {
+    }
+    auto field = [&](std::size_t from, const char* key) -> double {
         const std::size_t k = out.find(key, from);
         if (k == std::string::npos) return -1;
         return std::strtod(out.c_str() + out.find(':', k) + 1, nullptr);
     };
     // each entry has "n_prompt": N, "n_gen": M, "n_depth": D, ..., "avg_ts": X
-    auto parse = [&](const std::string& out) {
-        std::size_t pos = 0;
-        while ((pos = out.find("\"n_prompt\"", pos)) != std::string::npos) {
-            const double n_prompt = field(out, pos, "\"n_prompt\""), n_gen_ = field(out, pos, "\"n_gen\""),
-                         n_depth = field(out, pos, "\"n_depth\""), ts = field(out, pos, "\"avg_ts\"");
-            if (n_prompt > 0 && n_gen_ == 0) r.prefill = ts;
-            if (n_gen_ > 0 && n_prompt == 0) (n_depth > 0 ? r.decode_depth : r.decode) = ts;
-            pos = out.find("\"avg_ts\"", pos);
-            if (pos == std::string::npos) break;
-        }
-    };
-    parse(run("-p 512 -n " + std::to_string(n_gen)));
-    if (depth) parse(run("-p 0 -n " + std::to_string(n_depth_gen) + " -d " + std::to_string(depth)));
+    std::size_t pos = 0;
+    while ((pos = out.find("\"n_prompt\"", pos)) != std::string::npos) {
+        const double n_prompt = field(pos, "\"n_prompt\""), n_gen_ = field(pos, "\"n_gen\""),
+                     n_depth = field(pos, "\"n_depth\""), ts = field(pos, "\"avg_ts\"");
+        if (n_prompt > 0 && n_gen_ == 0) r.prefill = ts;
+        if (n_gen_ > 0 && n_prompt == 0) (n_depth > 0 ? r.decode_depth : r.decode) = ts;
+        pos = out.find("\"avg_ts\"", pos);
+        if (pos == std::string::npos) break;
+    }
     return r;
+}
+/// pp512 + tg n_gen, and tg n_depth_gen at depth (when depth > 0).
+inline llama_result llama_bench(const std::string& bench, const std::string& file, std::size_t n_gen, std::size_t depth,
+                                std::size_t n_depth_gen, int reps = 3) {
+    llama_result r = llama_bench_run(bench, file, "-p 512 -n " + std::to_string(n_gen), reps);
+    if (depth)
+        r.decode_depth = llama_bench_run(bench, file, "-p 0 -n " + std::to_string(n_depth_gen) + " -d " + std::to_string(depth),
+                                         reps).decode_depth;
+    return r;
+}
+
+inline double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 /// Bytes a decode step reads from the weights: every matrix once, plus one
@@ -175,44 +186,65 @@ inline std::string model_file(const std::string& name, ggml_type type) {
     return path;
 }
 
-/// One model file with preset D: ours (pp512 / tg / tg at depth), the read bandwidth
-/// measured right before, the fractions of the bandwidth bound, and llama-bench's
-/// numbers on the same file with ratios when `lb` (LLAMA_BENCH) is set.
+/// One model file with preset D: ours (pp512 / tg / tg at depth with F32 and F16 KV)
+/// and, when `lb` (LLAMA_BENCH) is set, llama-bench's numbers on the same file, in
+/// `rounds` interleaved rounds (ours, llama.cpp's one repetition, a bandwidth probe),
+/// each figure the median over the rounds: the machine's bandwidth swings minute to
+/// minute (20-57 GB/s), so two numbers taken minutes apart compare the minutes.
 template <class D>
 void bench_file(const char* type, const std::string& path, const random_decoder::spec& sp, std::size_t n_tg,
-                std::size_t depth, const char* lb, thread_pool& bw_pool) {
-    // The bandwidth swings minute to minute: probe it before, between and after our
-    // runs and judge them against the median of the three.
-    std::vector<double> probes{bench_util::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3)};
+                std::size_t depth, const char* lb, thread_pool& bw_pool, int rounds = 3) {
     const double wb = weight_bytes_per_token(path);
     const std::size_t hd = sp.n_embd / sp.n_head;
     const double kv_per_pos = double(sp.n_layer) * 2.0 * double(sp.n_head_kv * hd) * sizeof(float);
     const auto m = load_model<D>(path);
     warm_up(m);
-    const auto r = tg_and_pp(m, n_tg);
-    probes.push_back(bench_util::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3));
-    const auto rd = depth ? run(m, depth, 32, depth + 32) : result{};
-    const auto rh = depth ? run(m, depth, 32, depth + 32, kv_cache_type::f16) : result{};
-    probes.push_back(bench_util::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3));
-    std::sort(probes.begin(), probes.end());
-    const double bw = probes[1];
-    const double bound = bw * 1e9 / wb, bound_d = bw * 1e9 / (wb + kv_per_pos * double(depth)),
+    std::vector<double> probes, pp, tg, dp, dh, lpp, ltg, ldp;
+    auto probe = [&] { probes.push_back(bench_util::read_bandwidth_gbs(bw_pool, std::size_t(1) << 29, 3)); };
+    for (int k = 0; k < rounds; ++k) {
+        probe();
+        const auto r = tg_and_pp(m, n_tg);
+        pp.push_back(r.prefill);
+        tg.push_back(r.decode);
+        if (lb) {
+            const auto l = llama_bench_run(lb, path, "-p 512 -n " + std::to_string(n_tg), 1);
+            lpp.push_back(l.prefill);
+            ltg.push_back(l.decode);
+        }
+        if (!depth) continue;
+        probe();
+        dp.push_back(run(m, depth, 32, depth + 32).decode);
+        dh.push_back(run(m, depth, 32, depth + 32, kv_cache_type::f16).decode);
+        if (lb) ldp.push_back(llama_bench_run(lb, path, "-p 0 -n 32 -d " + std::to_string(depth), 1).decode_depth);
+    }
+    probe();
+    const double bw = median(probes), bound = bw * 1e9 / wb, bound_d = bw * 1e9 / (wb + kv_per_pos * double(depth)),
                  bound_h = bw * 1e9 / (wb + kv_per_pos / 2 * double(depth));
-    std::printf("  %-6s ours  %9.1f %9.2f %11.2f   bw %5.1f GB/s (%.1f-%.1f): tg %.2f of bound %.1f t/s", type,
-                r.prefill, r.decode, rd.decode, bw, probes[0], probes[2], r.decode / bound, bound);
-    if (depth) std::printf(", at depth %.2f of %.1f", rd.decode / bound_d, bound_d);
+    const double o_pp = median(pp), o_tg = median(tg), o_d = median(dp), o_h = median(dh);
+    std::printf("  %-6s ours  %9.1f %9.2f %11.2f   bw %5.1f GB/s (%.1f-%.1f): tg %.2f of bound %.1f t/s", type, o_pp,
+                o_tg, o_d, bw, *std::min_element(probes.begin(), probes.end()),
+                *std::max_element(probes.begin(), probes.end()), o_tg / bound, bound);
+    if (depth) std::printf(", at depth %.2f of %.1f", o_d / bound_d, bound_d);
     std::printf("\n");
     if (depth)
-        std::printf("  %-6s ours, F16 KV cache: tg@depth %.2f t/s, %.2f of bound %.1f t/s\n", type, rh.decode,
-                    rh.decode / bound_h, bound_h);
+        std::printf("  %-6s ours, F16 KV cache: tg@depth %.2f t/s, %.2f of bound %.1f t/s\n", type, o_h, o_h / bound_h,
+                    bound_h);
     if (lb) {
-        const auto l = llama_bench(lb, path, n_tg, depth, 32);
+        const double l_pp = median(lpp), l_tg = median(ltg), l_d = median(ldp);
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         // llama-bench's KV cache is F16 by default: the like-for-like depth ratio is ours with F16 KV
-        std::printf("  %-6s llama %9.1f %9.2f %11.2f   ratio pp %.2f  tg %.2f  tg@depth %.2f (F32 KV) %.2f (F16 KV, as llama)\n",
-                    type, l.prefill, l.decode, l.decode_depth, ratio(r.prefill, l.prefill), ratio(r.decode, l.decode),
-                    ratio(rd.decode, l.decode_depth), ratio(rh.decode, l.decode_depth));
+        std::printf("  %-6s llama %9.1f %9.2f %11.2f   ratio pp %.2f  tg %.2f", type, l_pp, l_tg, l_d, ratio(o_pp, l_pp),
+                    ratio(o_tg, l_tg));
+        if (depth) std::printf("  tg@depth %.2f (F32 KV) %.2f (F16 KV, as llama)", ratio(o_d, l_d), ratio(o_h, l_d));
+        std::printf("\n");
     }
+    std::printf("  %-6s (medians of %d interleaved rounds; ours tg:", type, rounds);
+    for (double v : tg) std::printf(" %.1f", v);
+    if (lb) {
+        std::printf("; llama tg:");
+        for (double v : ltg) std::printf(" %.1f", v);
+    }
+    std::printf(")\n");
     std::fflush(stdout);
 }
 
