@@ -150,14 +150,31 @@ inline void rowdot_group(const float* const* a, const TB* const* b, std::size_t 
     fbatch acc[W];
     for (std::size_t r = 0; r < W; ++r) acc[r] = fbatch(0.f);
     const std::size_t kv = K - K % W;
-    for (std::size_t k = 0; k < kv; k += W) {
+    // Two copies of the loop: with the prefetch cursor's bookkeeping inside it GCC runs
+    // out of general registers and parks the B row pointers in vector registers (one
+    // vmovq per FMA); callers without a cursor get the clean loop. Each A vector is
+    // of a multi-row group is pinned to a register (GEMV, MA = 1, measured 10% slower
+    // pinned on F16 rows): folded into every FMA as a memory operand, it cost NB
+    // loads per step instead of one, and Zen 4 issues one 512-bit load per cycle
+    // (gemm_nt M = 5..13 from DRAM, 2 threads: 7-13 -> 11-19 GB/s). Same arithmetic.
+    auto step = [&](std::size_t k) {
         fbatch bv[NB];
-        if (pf && (k * sizeof(TB)) % 64 == 0) pf->advance(NB);
         for (std::size_t j = 0; j < NB; ++j) bv[j] = b_elem<TB>::load(b[j] + k);
         for (std::size_t i = 0; i < MA; ++i) {
-            const fbatch av = fbatch::load_unaligned(a[i] + k);
+            fbatch av = fbatch::load_unaligned(a[i] + k);
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+            if constexpr (MA > 1) asm("" : "+v"(av.data)); // one load, not a folded load per FMA
+#endif
             for (std::size_t j = 0; j < NB; ++j) acc[i * NB + j] = xsimd::fma(av, bv[j], acc[i * NB + j]);
         }
+    };
+    if (pf) {
+        for (std::size_t k = 0; k < kv; k += W) {
+            if ((k * sizeof(TB)) % 64 == 0) pf->advance(NB);
+            step(k);
+        }
+    } else {
+        for (std::size_t k = 0; k < kv; k += W) step(k);
     }
     alignas(64) float s[W];
     xsimd::haddp(acc).store_aligned(s);
@@ -177,6 +194,10 @@ inline void rowdot_cols(const float* A, std::size_t lda, const TB* B, std::size_
                         std::size_t je, bool accumulate) noexcept {
     float out[MA * NB];
     row_prefetcher<TB> pf(B, ldb, K, jb, std::min(je, N));
+    // The cursor pays on long streams (weights); on a few hundred KB (an attention
+    // chunk's keys) its bookkeeping costs more than it hides (decode at depth 2048:
+    // +6% without it), and the loop without it compiles to cleaner code.
+    const bool stream = MA == 1 || (std::min(je, N) - jb) * K * sizeof(TB) >= (std::size_t(1) << 18);
     for (std::size_t j0 = jb; j0 < je; j0 += NB) {
         const TB* bp[NB];
         for (std::size_t j = 0; j < NB; ++j) bp[j] = B + std::min(j0 + j, N - 1) * ldb;
@@ -184,7 +205,7 @@ inline void rowdot_cols(const float* A, std::size_t lda, const TB* B, std::size_
             const float* ap[MA];
             for (std::size_t i = 0; i < MA; ++i) ap[i] = A + std::min(i0 + i, M - 1) * lda;
             // only the first pass over a B group streams it from memory; later passes hit the cache
-            rowdot_group<TB, MA, NB>(ap, bp, K, out, i0 == 0 ? &pf : nullptr);
+            rowdot_group<TB, MA, NB>(ap, bp, K, out, i0 == 0 && stream ? &pf : nullptr);
             for (std::size_t i = 0; i < MA && i0 + i < M; ++i)
                 for (std::size_t j = 0; j < NB && j0 + j < std::min(je, N); ++j) {
                     float& c = C[(i0 + i) * ldc + j0 + j];
