@@ -152,11 +152,11 @@ inline void rowdot_group(const float* const* a, const TB* const* b, std::size_t 
     const std::size_t kv = K - K % W;
     // Two copies of the loop: with the prefetch cursor's bookkeeping inside it GCC runs
     // out of general registers and parks the B row pointers in vector registers (one
-    // vmovq per FMA); callers without a cursor get the clean loop. Each A vector is
-    // of a multi-row group is pinned to a register (GEMV, MA = 1, measured 10% slower
-    // pinned on F16 rows): folded into every FMA as a memory operand, it cost NB
-    // loads per step instead of one, and Zen 4 issues one 512-bit load per cycle
-    // (gemm_nt M = 5..13 from DRAM, 2 threads: 7-13 -> 11-19 GB/s). Same arithmetic.
+    // vmovq per FMA); callers without a cursor get the clean loop. Each A vector of a
+    // multi-row group is pinned to a register: folded into every FMA as a memory
+    // operand it cost NB loads per step instead of one, and Zen 4 issues one 512-bit
+    // load per cycle (gemm_nt M = 5..13 from DRAM, 2 threads: 7-13 -> 11-19 GB/s).
+    // Not for GEMV (MA = 1): pinned there, F16 decode measured 10% slower. Same arithmetic.
     auto step = [&](std::size_t k) {
         fbatch bv[NB];
         for (std::size_t j = 0; j < NB; ++j) bv[j] = b_elem<TB>::load(b[j] + k);
@@ -196,7 +196,7 @@ inline void rowdot_cols(const float* A, std::size_t lda, const TB* B, std::size_
     row_prefetcher<TB> pf(B, ldb, K, jb, std::min(je, N));
     // The cursor pays on long streams (weights); on a few hundred KB (an attention
     // chunk's keys) its bookkeeping costs more than it hides (decode at depth 2048:
-    // +6% without it), and the loop without it compiles to cleaner code.
+    // +6-8% without it), and the loop without it compiles to cleaner code.
     const bool stream = MA == 1 || (std::min(je, N) - jb) * K * sizeof(TB) >= (std::size_t(1) << 18);
     for (std::size_t j0 = jb; j0 < je; j0 += NB) {
         const TB* bp[NB];
