@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     [[maybe_unused]] thread_pool bw_pool(2);
     [[maybe_unused]] const char* lb = std::getenv("LLAMA_BENCH");
     const std::size_t n_tg = quick ? 32 : 128, depth = quick ? 0 : 2048;
+    [[maybe_unused]] const int rounds = quick ? 1 : 3; // interleaved with llama-bench, medians
     std::printf("decoder benchmark, 2 threads. pp512 = one 512-token prefill; tg = decode of %zu tokens from an empty "
                 "cache (llama-bench's tgN); tg@depth = 32 "
                 "tokens after %zu; bound = read bandwidth / bytes read per token (weights, + KV at depth)\n",
@@ -71,9 +72,9 @@ int main(int argc, char** argv) {
     std::printf("\nSmolLM2-135M shape (576 dim, 30 layers, 9/3 heads, FFN 1536, vocab 49152), static dims:\n");
     header(depth);
     const auto sp = smol_spec();
-    bench_file<Preset>("F32", model_file("smol", ggml_type::F32), sp, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
-    bench_file<Preset>("Q8_0", model_file("smol", ggml_type::Q8_0), sp, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
-    if (!quick) bench_file<Preset>("F16", model_file("smol", ggml_type::F16), sp, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
+    bench_file<Preset>("F32", model_file("smol", ggml_type::F32), sp, n_tg, depth, lb, bw_pool, rounds);
+    bench_file<Preset>("Q8_0", model_file("smol", ggml_type::Q8_0), sp, n_tg, depth, lb, bw_pool, rounds);
+    if (!quick) bench_file<Preset>("F16", model_file("smol", ggml_type::F16), sp, n_tg, depth, lb, bw_pool, rounds);
 #elif ARCHETYPE_BENCH_PRESET == 2
     // compare with bench_decoder_smol's static Q8_0 row (same file, same prompt)
     const auto m = load_model<Preset>(model_file("smol", ggml_type::Q8_0));
@@ -101,8 +102,8 @@ int main(int argc, char** argv) {
     header(depth);
     const auto tl = tiny_spec();
     const std::string q8 = model_file("tiny", ggml_type::Q8_0), q4 = model_file("tiny", ggml_type::Q4_0);
-    bench_file<Preset>("Q8_0", q8, tl, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
-    bench_file<Preset>("Q4_0", q4, tl, n_tg, depth, lb, bw_pool, quick ? 1 : 3);
+    bench_file<Preset>("Q8_0", q8, tl, n_tg, depth, lb, bw_pool, rounds);
+    bench_file<Preset>("Q4_0", q4, tl, n_tg, depth, lb, bw_pool, rounds);
 #endif
     return 0;
 }
