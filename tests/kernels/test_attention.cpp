@@ -1,10 +1,14 @@
 // kernels/attention.hpp against its scalar twin (kernels/reference/attention.hpp):
 // prefill blocks and single-row decode (chunked keys), GQA groups, causal and
-// windowed visibility with key ranges, additive bias, a float and a half K/V store.
+// windowed visibility with key ranges, additive bias, a float and a half K/V store;
+// and row_scores (decode scores) against double-precision dot products.
 #define BOOST_TEST_MODULE attention
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "archetype/core/half.hpp"
@@ -154,4 +158,73 @@ BOOST_AUTO_TEST_CASE(half_store_equals_float_store_of_the_rounded_values) {
         k::attention(p, &pool);
         BOOST_TEST(a == b);
     }
+}
+
+// row_scores (a decode step's few query rows against many keys) against dot
+// products in double: every row count up to 9 (rows go four at a time), key counts
+// around the 16-key block, head_dim 16/64/128 (the vector path) and 48 (plain
+// loops), padded strides, float and half keys. Lanes past n are never written.
+template <class TB>
+void check_row_scores(std::size_t m, std::size_t n, std::size_t hd, unsigned seed) {
+    const std::size_t ldq = hd + 5, ldk = hd + 3, lds = n + 7;
+    auto q = kt::random_vec(m * ldq, seed);
+    auto kv = kt::random_vec(n * ldk, seed + 1);
+    std::vector<TB> kb(kv.size());
+    for (std::size_t i = 0; i < kv.size(); ++i) {
+        if constexpr (std::is_same_v<TB, float>)
+            kb[i] = kv[i];
+        else {
+            kb[i] = archetype::fp32_to_fp16(kv[i]);
+            kv[i] = archetype::fp16_to_fp32(kb[i]);
+        }
+    }
+    const float sentinel = 12345.f;
+    std::vector<float> s(m * lds, sentinel);
+    k::row_scores(q.data(), ldq, m, kb.data(), ldk, n, hd, s.data(), lds);
+    double worst = 0;
+    bool untouched = true;
+    for (std::size_t r = 0; r < m; ++r) {
+        for (std::size_t j = 0; j < n; ++j) {
+            double t = 0, mag = 0;
+            for (std::size_t d = 0; d < hd; ++d) {
+                t += double(q[r * ldq + d]) * kv[j * ldk + d];
+                mag += std::abs(double(q[r * ldq + d]) * kv[j * ldk + d]);
+            }
+            worst = std::max(worst, std::abs(s[r * lds + j] - t) / mag);
+        }
+        for (std::size_t j = n; j < lds; ++j) untouched = untouched && s[r * lds + j] == sentinel;
+    }
+    constexpr bool half = !std::is_same_v<TB, float>;
+    BOOST_TEST_CONTEXT("m " << m << " n " << n << " hd " << hd << " half " << half) {
+        BOOST_TEST(worst < 1e-6);
+        BOOST_TEST(untouched);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(row_scores_match_double_dot_products) {
+    unsigned seed = 100;
+    for (std::size_t m = 1; m <= 9; ++m)
+        for (std::size_t n : {1, 15, 16, 17, 40, 257})
+            for (std::size_t hd : {16, 48, 64, 128}) {
+                check_row_scores<float>(m, n, hd, seed++);
+                check_row_scores<std::uint16_t>(m, n, hd, seed++);
+            }
+}
+
+BOOST_AUTO_TEST_CASE(row_scores_do_not_depend_on_where_a_call_starts) {
+    // Decode splits the keys into chunks at multiples of 16: a key's score must be
+    // bitwise the same whichever chunk (and block position) computes it.
+    const std::size_t m = 3, n = 100, hd = 64;
+    auto q = kt::random_vec(m * hd, 7);
+    auto kv = kt::random_vec(n * hd, 8);
+    std::vector<float> whole(m * n), part(m * n);
+    k::row_scores(q.data(), hd, m, kv.data(), hd, n, hd, whole.data(), n);
+    for (std::size_t j0 = 0; j0 < n; j0 += 32) {
+        const std::size_t nc = std::min<std::size_t>(32, n - j0);
+        std::vector<float> s(m * nc);
+        k::row_scores(q.data(), hd, m, kv.data() + j0 * hd, hd, nc, hd, s.data(), nc);
+        for (std::size_t r = 0; r < m; ++r)
+            for (std::size_t j = 0; j < nc; ++j) part[r * n + j0 + j] = s[r * nc + j];
+    }
+    BOOST_TEST(whole == part);
 }

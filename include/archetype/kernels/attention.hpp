@@ -29,6 +29,7 @@
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/row_scores.hpp"
 #include "archetype/kernels/simd_util.hpp"
 #include "archetype/kernels/softmax.hpp"
 
@@ -92,10 +93,20 @@ inline constexpr std::size_t attention_q_block = 4 * MR;
 /// Scores s[m x n] = Q[m x hd] . K[n x hd]^T for keys [j0, j0 + n) of kv head g, the
 /// keys read where they are stored: float rows, or half rows widened in registers
 /// by the same engines (so a half store gives bitwise what a float store holding
-/// the same values gives). One row is a GEMV.
+/// the same values gives). A few rows (a decode step's query heads of one kv head)
+/// go through row_scores; more through the GEMM engines.
+inline constexpr std::size_t row_scores_max_rows = 8;
+
 inline void scores(const attention_params& p, const float* q, std::size_t ldq, std::size_t m, std::size_t g,
                    std::size_t j0, std::size_t n, float* s) {
     const std::size_t hd = p.head_dim, off = g * p.kv_head_stride + j0 * p.ldkv;
+    if (m <= row_scores_max_rows && row_scores_fits(hd)) {
+        if (p.k16)
+            row_scores(q, ldq, m, p.k16 + off, p.ldkv, n, hd, s, n);
+        else
+            row_scores(q, ldq, m, p.k + off, p.ldkv, n, hd, s, n);
+        return;
+    }
     if (p.k16) {
         if (m == 1)
             gemv_f16(p.k16 + off, p.ldkv, q, s, n, hd);
