@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -225,10 +226,21 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
         for (std::size_t r = 0; r < group; ++r) {
             float* row = s + r * nc;
             const float* b = p.bias ? p.bias + (h0 + r) * p.bias_head_stride + j0 : nullptr;
-            for (std::size_t j = 0; j < nc; ++j)
-                row[j] = visible(std::size_t(0), j0 + j)
-                             ? row[j] * p.scale + (b ? b[j] : 0.f) + pos_bias(h0 + r, std::size_t(0), j0 + j)
-                             : neg_inf;
+            if constexpr (std::is_same_v<std::decay_t<Bias>, no_bias>) {
+                // the common case as two simple loops (the scaling vectorises; the mask
+                // is a predicate call per key): 1-2% of a decode step at depth 2048
+                if (b)
+                    for (std::size_t j = 0; j < nc; ++j) row[j] = row[j] * p.scale + b[j];
+                else
+                    for (std::size_t j = 0; j < nc; ++j) row[j] *= p.scale;
+                for (std::size_t j = 0; j < nc; ++j)
+                    if (!visible(std::size_t(0), j0 + j)) row[j] = neg_inf;
+            } else {
+                for (std::size_t j = 0; j < nc; ++j)
+                    row[j] = visible(std::size_t(0), j0 + j)
+                                 ? row[j] * p.scale + (b ? b[j] : 0.f) + pos_bias(h0 + r, std::size_t(0), j0 + j)
+                                 : neg_inf;
+            }
             const softmax_part sp = softmax_unnormalised(row, nc);
             float* dst = parts + ((h0 + r) * n_chunks + c) * part;
             dst[hd] = sp.max;
