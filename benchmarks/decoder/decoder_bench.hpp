@@ -237,6 +237,17 @@ void bench_file(const char* type, const std::string& path, const random_decoder:
                     ratio(o_tg, l_tg));
         if (depth) std::printf("  tg@depth %.2f (F32 KV) %.2f (F16 KV, as llama)", ratio(o_d, l_d), ratio(o_h, l_d));
         std::printf("\n");
+        // The same comparison paired by round (each round's two runs minutes apart at
+        // most, so a bandwidth swing between rounds cancels): median of per-round ratios.
+        auto paired = [&](const std::vector<double>& a, const std::vector<double>& b) {
+            std::vector<double> r;
+            for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) r.push_back(ratio(a[i], b[i]));
+            return r.empty() ? 0.0 : median(r);
+        };
+        std::printf("  %-6s paired by round (median of per-round ratios): pp %.2f  tg %.2f", type, paired(pp, lpp),
+                    paired(tg, ltg));
+        if (depth) std::printf("  tg@depth %.2f (F32 KV) %.2f (F16 KV)", paired(dp, ldp), paired(dh, ldp));
+        std::printf("\n");
     }
     std::printf("  %-6s (medians of %d interleaved rounds; ours tg:", type, rounds);
     for (double v : tg) std::printf(" %.1f", v);

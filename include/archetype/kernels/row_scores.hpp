@@ -152,7 +152,8 @@ inline void row_scores_rows(const float* q, std::size_t ldq, const TB* k, std::s
 }
 
 /// Rows four at a time; query rows in registers for head_dim 64 (C = 4), where
-/// R x C fits the register file beside the accumulators.
+/// R x C fits the register file beside the accumulators (one thread, F16 keys in
+/// L2: 5.2 vs 6.5 ns per key for 3 rows, 13 vs 17 for 8, over the runtime-hd loop).
 template <class TB, std::size_t C>
 inline void row_scores_all(const float* q, std::size_t ldq, std::size_t m, const TB* k, std::size_t ldk,
                            std::size_t n, std::size_t hd, float* s, std::size_t lds) noexcept {
