@@ -193,10 +193,11 @@ inline void rowdot_cols(const float* A, std::size_t lda, const TB* B, std::size_
                         std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, std::size_t jb,
                         std::size_t je, bool accumulate) noexcept {
     float out[MA * NB];
-    // The cursor pays on long streams (weights); on a few hundred KB (an attention
-    // chunk's keys) its bookkeeping costs more than it hides (decode at depth 2048:
-    // +6-8% without it), and the loop without it compiles to cleaner code. Without
-    // a stream the cursor gets an empty range, so it does not walk ahead either.
+    // The cursor pays on long streams (weights); on a few hundred KB (a small-M
+    // product such as an attention chunk's keys, measured when decode scores still came
+    // here; row_scores takes them now) its bookkeeping costs more than it hides (decode
+    // at depth 2048 then: +6-8% without it), and the loop without it compiles to cleaner
+    // code. Without a stream the cursor gets an empty range, so it does not walk ahead.
     const bool stream = MA == 1 || (std::min(je, N) - jb) * K * sizeof(TB) >= (std::size_t(1) << 18);
     row_prefetcher<TB> pf(B, ldb, K, jb, stream ? std::min(je, N) : jb);
     for (std::size_t j0 = jb; j0 < je; j0 += NB) {
