@@ -15,6 +15,7 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/attention.hpp"
 #include "archetype/kernels/reference/attention.hpp"
+#include "archetype/layers/attention.hpp"
 #include "kernel_test_util.hpp"
 
 namespace k = archetype::kernels;
@@ -158,6 +159,100 @@ BOOST_AUTO_TEST_CASE(half_store_equals_float_store_of_the_rounded_values) {
         k::attention(p, &pool);
         BOOST_TEST(a == b);
     }
+}
+
+// A Visible functor with row_span (the kernel masks by ranges, and P.V stops at a
+// row tile's last visible key) against the same rule as a plain predicate: bitwise
+// the same outputs, and both near the reference. Causal, windowed, and windowed
+// with a sink (rows whose sink and window are apart have no exact span: the
+// predicate path, inside the same block as rows that have one); head_dim 64
+// (the MR-row P.V tiles) and 48 (the 4-row tiles); float and half values; with
+// an additive bias; query blocks of 17, 56 (one block) and 130 rows after a cache.
+BOOST_AUTO_TEST_CASE(row_spans_give_bitwise_the_predicate_result) {
+    namespace L = archetype::layers;
+    archetype::thread_pool pool(2);
+    unsigned seed = 100;
+    struct span_case { std::int64_t window, sink; };
+    const std::pair<std::size_t, std::size_t> sizes[] = {{17, 17}, {56, 90}, {130, 300}};
+    for (const span_case sc : {span_case{0, 0}, span_case{37, 0}, span_case{37, 4}})
+        for (std::size_t hd : {std::size_t(64), std::size_t(48)})
+            for (bool half : {false, true})
+                for (bool bias : {false, true})
+                    for (const auto& [n_q, n_kv] : sizes) {
+                        const std::size_t H = 6, G = 2, qw = H * hd;
+                        auto q = kt::random_vec(n_q * qw, seed);
+                        auto kf = kt::random_vec(G * n_kv * hd, seed + 1), vf = kt::random_vec(G * n_kv * hd, seed + 2);
+                        auto bs = kt::random_vec(H * n_q * n_kv, seed + 3, -2.f, 2.f);
+                        ++seed;
+                        std::vector<std::uint16_t> k16(kf.size()), v16(vf.size());
+                        for (std::size_t i = 0; i < kf.size(); ++i) {
+                            k16[i] = archetype::fp32_to_fp16(kf[i]);
+                            v16[i] = archetype::fp32_to_fp16(vf[i]);
+                        }
+                        k::attention_params p;
+                        p.n_head = H;
+                        p.n_head_kv = G;
+                        p.head_dim = hd;
+                        p.scale = 1.f / std::sqrt(float(hd));
+                        p.q = q.data();
+                        p.ldq = qw;
+                        p.n_q = n_q;
+                        if (half) {
+                            p.k16 = k16.data();
+                            p.v16 = v16.data();
+                        } else {
+                            p.k = kf.data();
+                            p.v = vf.data();
+                        }
+                        p.ldkv = hd;
+                        p.kv_head_stride = n_kv * hd;
+                        p.n_kv = n_kv;
+                        if (bias) {
+                            p.bias = bs.data();
+                            p.ld_bias = n_kv;
+                            p.bias_head_stride = n_q * n_kv;
+                        }
+                        p.ldo = qw;
+                        const L::cell_visibility vis{{sc.window, sc.sink}, std::int64_t(n_kv - n_q), 0};
+                        static_assert(k::has_row_span<L::cell_visibility>);
+                        auto pred = [&](std::size_t i, std::size_t j) { return vis(i, j); };
+                        std::vector<float> a(n_q * qw, -1.f), b(n_q * qw, -2.f), r(n_q * qw, -3.f);
+                        p.out = a.data();
+                        k::attention(p, vis, k::all_keys{}, &pool);
+                        p.out = b.data();
+                        k::attention(p, pred, k::all_keys{}, &pool);
+                        p.out = r.data();
+                        k::reference::attention(p, pred);
+                        BOOST_TEST_CONTEXT("window " << sc.window << " sink " << sc.sink << " hd " << hd << " half " << half
+                                                     << " bias " << bias << " n_q " << n_q << " n_kv " << n_kv) {
+                            BOOST_TEST(a == b);
+                            BOOST_TEST(kt::nmse(a, r) < 1e-11);
+                        }
+                    }
+}
+
+// causal_rule::positions is exactly the set the predicate accepts, whenever it
+// says exact; it says not exact only when the set is two intervals.
+BOOST_AUTO_TEST_CASE(causal_rule_positions_match_the_predicate) {
+    namespace L = archetype::layers;
+    for (std::int64_t window : {0, 1, 5, 16})
+        for (std::int64_t sink : {0, 2, 8})
+            for (std::int64_t pq = -1; pq < 60; ++pq) {
+                const L::causal_rule rule{window, window ? sink : 0};
+                const auto sp = rule.positions(pq);
+                std::int64_t runs = 0;
+                bool prev = false, agree = true;
+                for (std::int64_t pk = -3; pk < 70; ++pk) {
+                    const bool v = rule(pq, pk);
+                    runs += v && !prev;
+                    prev = v;
+                    if (sp.exact) agree = agree && v == (pk >= std::int64_t(sp.lo) && pk < std::int64_t(sp.hi));
+                }
+                BOOST_TEST_CONTEXT("window " << window << " sink " << sink << " pq " << pq) {
+                    BOOST_TEST(agree);
+                    BOOST_TEST(sp.exact == (runs <= 1));
+                }
+            }
 }
 
 // row_scores (a decode step's few query rows against many keys) against dot

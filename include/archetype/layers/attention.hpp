@@ -4,11 +4,13 @@
 // RoPE, and the output projection. Where keys and values come from (a cache,
 // a ring, the chunk itself) is the runtime's business; the scaled-dot-product
 // part is kernels::attention.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/attention.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/norm.hpp"
 #include "archetype/layers/rope.hpp"
@@ -71,6 +73,35 @@ struct causal_rule {
         if (pk < 0 || pk > pq) return false;
         if (window == 0) return true;
         return SlidingWindow<>::visible(pq, pk, window) || pk < sink;
+    }
+    /// The positions pq sees as one interval [lo, hi), when they are one: [0, pq],
+    /// the window [pq - W + 1, pq], or the window joined to the sink [0, S).
+    /// exact = false when the sink and the window are apart (two intervals).
+    constexpr kernels::key_span positions(pos_t pq) const noexcept {
+        if (pq < 0) return {0, 0, true};
+        pos_t lo = window ? std::max<pos_t>(0, pq - window + 1) : 0;
+        if (window && sink > 0) {
+            if (sink < lo) return {0, 0, false};
+            lo = 0;
+        }
+        return {std::size_t(lo), std::size_t(pq + 1), true};
+    }
+};
+
+/// causal_rule over consecutive cells: query row i at position p0 + i, key row
+/// j at position j0 + j (a full cache, where a cell is its position). Gives the
+/// attention kernel the visible keys of a row as a range (kernels::key_span).
+struct cell_visibility {
+    causal_rule rule;
+    pos_t p0 = 0, j0 = 0;
+    constexpr bool operator()(std::size_t i, std::size_t j) const noexcept {
+        return rule(p0 + pos_t(i), j0 + pos_t(j));
+    }
+    constexpr kernels::key_span row_span(std::size_t i) const noexcept {
+        kernels::key_span sp = rule.positions(p0 + pos_t(i));
+        if (!sp.exact) return sp;
+        auto key = [&](std::size_t pos) { return pos_t(pos) > j0 ? std::size_t(pos_t(pos) - j0) : std::size_t(0); };
+        return {key(sp.lo), key(sp.hi), true};
     }
 };
 

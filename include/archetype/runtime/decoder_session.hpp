@@ -343,9 +343,8 @@ private:
                 const std::int64_t hi = std::min<std::int64_t>(std::int64_t(n_kv), p0 + std::int64_t(i1) - j0);
                 return std::pair<std::size_t, std::size_t>(std::size_t(std::min(lo, hi)), std::size_t(hi));
             };
-            attention_at(
-                il, p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), j0 + std::int64_t(j)); }, keys,
-                p0, [&](std::size_t j) { return j0 + std::int64_t(j); });
+            attention_at(il, p, layers::cell_visibility{rule, p0, j0}, keys, p0,
+                         [&](std::size_t j) { return j0 + std::int64_t(j); });
             return;
         }
         const std::size_t cells = cache_.cells(il);
