@@ -80,7 +80,7 @@ struct all_keys {
 /// What a Visible functor may also say about a query row: `row_span(i)` returns
 /// the keys [lo, hi) row i sees when they are exactly one interval (`exact`; a
 /// causal or sliding-window mask), so the kernel masks by ranges instead of
-/// calling the predicate per key (26 of 40 ms of the masking and softmax of a
+/// calling the predicate per key (26 of 43 ms of the masking and softmax of a
 /// 512-token SmolLM2 prefill went to the per-key predicate), and P.V stops at the
 /// last visible key of a row tile. Not exact: the predicate decides, as without it.
 struct key_span {
@@ -150,6 +150,7 @@ inline void pv_tile(const float* p, std::size_t ldp, std::size_t n, const TV* v,
     for (std::size_t j = 0; j < n; ++j) {
         fbatch x[C];
         for (std::size_t c = 0; c < C; ++c) x[c] = b_elem<TV>::load(v + j * ldv + c * W);
+#pragma GCC unroll 16
         for (std::size_t r = 0; r < R; ++r) {
             const fbatch a(p[r * ldp + j]);
             for (std::size_t c = 0; c < C; ++c) acc[r][c] = xsimd::fma(a, x[c], acc[r][c]);
@@ -177,41 +178,17 @@ inline void pv_rows(const float* p, std::size_t ldp, std::size_t n, const TV* v,
         }
 }
 
-/// o[MR x NR] = p[MR rows] . v[n x NR]: the GEMM micro-kernel's register tile
-/// (MR x nr_vec accumulators) over P's rows and V's rows read in place (P by
-/// broadcasts, row stride ldp; V rows at stride ldv), for the query blocks of a
-/// prefill. Per key it loads 2 vectors of V for 2 * MR FMAs where pv_tile<4, 4>
-/// loads 4 for 16, so V (re-read from L2 per row tile) costs a third of the
-/// traffic. SmolLM2-135M F16 512-token prefill, 1 thread: P.V from 5.8% of the
-/// time (~57 GFLOP/s) to 3.5%, +1.5-2.5% overall (alternating A/B). Same sum per
-/// element as pv_tile (keys ascending, one FMA each, from zero), so the two give
-/// bitwise equal outputs.
-template <class TV>
-inline void pv_wide(const float* p, std::size_t ldp, std::size_t n, const TV* v, std::size_t ldv, float* o,
-                    std::size_t ldo) noexcept {
-    using simd::fbatch;
-    constexpr std::size_t W = simd::W;
-    fbatch acc[MR][nr_vec];
-    for (std::size_t r = 0; r < MR; ++r)
-        for (std::size_t c = 0; c < nr_vec; ++c) acc[r][c] = fbatch(0.f);
-    for (std::size_t j = 0; j < n; ++j) {
-        fbatch x[nr_vec];
-        for (std::size_t c = 0; c < nr_vec; ++c) x[c] = b_elem<TV>::load(v + j * ldv + c * W);
-#pragma GCC unroll 16
-        for (std::size_t r = 0; r < MR; ++r) {
-            const fbatch a(p[r * ldp + j]);
-            for (std::size_t c = 0; c < nr_vec; ++c) acc[r][c] = xsimd::fma(a, x[c], acc[r][c]);
-        }
-    }
-    for (std::size_t r = 0; r < MR; ++r)
-        for (std::size_t c = 0; c < nr_vec; ++c) acc[r][c].store_unaligned(o + r * ldo + c * W);
-}
-
-/// out[m x hd] = P[m x n] . V[n x hd] (V float, or half widened in registers):
-/// whole MR-row tiles by pv_wide when hd is a multiple of NR, the rest (and a
-/// decode step's few rows) by pv_rows. row_n (optional): row r's probabilities
-/// are exactly zero from key row_n[r] on, so a row tile stops at its rows'
-/// largest row_n (adding the zero products changes no sum: bitwise the same).
+/// out[m x hd] = P[m x n] . V[n x hd] (V float, or half widened in registers).
+/// Whole MR-row tiles (a prefill's query blocks) take pv_tile<MR, nr_vec>, the
+/// GEMM micro-kernel's register tile (14 x 32 on AVX-512), when hd is a multiple
+/// of NR: per key it loads 2 vectors of V for 28 FMAs where pv_tile<4, 4> loads
+/// 4 for 16, so V (re-read from L2 per row tile) costs a third of the traffic.
+/// SmolLM2-135M F16 512-token prefill, 1 thread: P.V from 5.8% of the time
+/// (~57 GFLOP/s) to 3.5%, +1.5-2.5% overall (alternating A/B). The rest (and a
+/// decode step's few rows) by pv_rows. Every tile sums each output over the keys
+/// in ascending order, one FMA each from zero, so the split changes no bit.
+/// row_n (optional): row r's probabilities are exactly zero from key row_n[r] on,
+/// so a row tile stops at its rows' largest row_n (the zero products change no sum).
 template <class TV>
 inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, const TV* v, std::size_t ldv,
                float* o, std::size_t ldo, std::size_t hd, const std::size_t* row_n = nullptr) noexcept {
@@ -225,7 +202,8 @@ inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, co
     if (hd % NR == 0)
         for (; r + MR <= m; r += MR) {
             const std::size_t k = keys(r, MR);
-            for (std::size_t c0 = 0; c0 < hd; c0 += NR) pv_wide(p + r * ldp, ldp, k, v + c0, ldv, o + r * ldo + c0, ldo);
+            for (std::size_t c0 = 0; c0 < hd; c0 += NR)
+                pv_tile<MR, nr_vec>(p + r * ldp, ldp, k, v + c0, ldv, o + r * ldo + c0, ldo);
         }
     for (; r + 4 <= m; r += 4) pv_rows<4>(p + r * ldp, ldp, keys(r, 4), v, ldv, o + r * ldo, ldo, hd);
     switch (m - r) {
