@@ -224,6 +224,15 @@ inline void values(const attention_params& p, const float* P, std::size_t m, std
         pv(P, n, m, n, p.v + off, p.ldkv, o, ldo, p.head_dim, row_n);
 }
 
+/// row[j] = row[j] * scale (+ b[j]) for j in [a, e): a loop of its own vectorises (the
+/// mask, a predicate call per key, comes after it).
+inline void scale_scores(float* row, std::size_t a, std::size_t e, float scale, const float* b) noexcept {
+    if (b)
+        for (std::size_t j = a; j < e; ++j) row[j] = row[j] * scale + b[j];
+    else
+        for (std::size_t j = a; j < e; ++j) row[j] *= scale;
+}
+
 // Per-thread row key counts of a prefill block (see pv's row_n).
 inline std::vector<std::size_t>& row_keys_scratch() {
     thread_local std::vector<std::size_t> buf;
@@ -274,10 +283,7 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
             if constexpr (std::is_same_v<std::decay_t<Bias>, no_bias>) {
                 // the common case as two simple loops (the scaling vectorises; the mask
                 // is a predicate call per key): 1-2% of a decode step at depth 2048
-                if (b)
-                    for (std::size_t j = 0; j < nc; ++j) row[j] = row[j] * p.scale + b[j];
-                else
-                    for (std::size_t j = 0; j < nc; ++j) row[j] *= p.scale;
+                scale_scores(row, 0, nc, p.scale, b);
                 for (std::size_t j = 0; j < nc; ++j)
                     if (!visible(std::size_t(0), j0 + j)) row[j] = neg_inf;
             } else {
@@ -373,10 +379,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                     row_n = nullptr; // this block's rows go the predicate way: all keys to P.V
                 } else {
                     const std::size_t a = std::clamp(sp.lo, lo, hi) - lo, e = std::max(std::clamp(sp.hi, lo, hi) - lo, a);
-                    if (b)
-                        for (std::size_t j = a; j < e; ++j) row[j] = row[j] * p.scale + b[j];
-                    else
-                        for (std::size_t j = a; j < e; ++j) row[j] *= p.scale;
+                    detail::scale_scores(row, a, e, p.scale, b);
                     std::fill(row, row + a, neg_inf);
                     std::fill(row + e, row + n, neg_inf);
                     if (row_n) row_n[r] = e;
@@ -386,10 +389,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
             }
             if constexpr (std::is_same_v<std::decay_t<Bias>, no_bias>) {
                 // as in attention_decode: the scaling as its own loop vectorises
-                if (b)
-                    for (std::size_t j = 0; j < n; ++j) row[j] = row[j] * p.scale + b[j];
-                else
-                    for (std::size_t j = 0; j < n; ++j) row[j] *= p.scale;
+                detail::scale_scores(row, 0, n, p.scale, b);
                 for (std::size_t j = 0; j < n; ++j)
                     if (!visible(i, lo + j)) row[j] = neg_inf;
             } else {
