@@ -25,6 +25,7 @@ struct problem {
     std::size_t n_head, n_head_kv, hd, n_q, n_kv;
     std::int64_t window = 0; // 0: causal only
     bool bias = false, half = false;
+    std::int64_t sink = 0;   // with a window: keys before it stay visible
 };
 
 // Query row i sits at position n_kv - n_q + i; key j at position j (a cache plus the block).
@@ -43,12 +44,13 @@ void check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
     }
     auto bias = kt::random_vec(pr.n_head * pr.n_q * pr.n_kv, seed + 3, -2.f, 2.f);
     const std::int64_t p0 = std::int64_t(pr.n_kv - pr.n_q);
-    auto visible = [&](std::size_t i, std::size_t j) {
-        const std::int64_t pq = p0 + std::int64_t(i), pk = std::int64_t(j);
-        return pk <= pq && (pr.window == 0 || pq - pk < pr.window);
-    };
+    // The decoder's mask: with row spans (the kernel masks by ranges) and, the same
+    // rule, as a plain predicate (checked per key).
+    const archetype::layers::cell_visibility spans{{pr.window, pr.sink}, p0, 0};
+    static_assert(k::has_row_span<archetype::layers::cell_visibility>);
+    auto visible = [&](std::size_t i, std::size_t j) { return spans(i, j); };
     auto range = [&](std::size_t i0, std::size_t i1, std::size_t n) {
-        std::int64_t lo = pr.window ? std::max<std::int64_t>(0, p0 + std::int64_t(i0) - pr.window + 1) : 0;
+        std::int64_t lo = pr.window && !pr.sink ? std::max<std::int64_t>(0, p0 + std::int64_t(i0) - pr.window + 1) : 0;
         const std::int64_t hi = std::min<std::int64_t>(std::int64_t(n), p0 + std::int64_t(i1));
         return std::pair<std::size_t, std::size_t>(std::size_t(std::min(lo, hi)), std::size_t(hi));
     };
@@ -87,16 +89,21 @@ void check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
         p.ld_bias = pr.n_kv;
         p.bias_head_stride = pr.n_q * pr.n_kv;
     }
-    std::vector<float> out(pr.n_q * qw, -1.f), ref(pr.n_q * qw, -2.f);
+    std::vector<float> out(pr.n_q * qw, -1.f), ref(pr.n_q * qw, -2.f), by_span(pr.n_q * qw, -3.f);
     p.out = out.data();
     p.ldo = qw;
     k::attention(p, visible, range, pool);
+    auto ps = p;
+    ps.out = by_span.data();
+    k::attention(ps, spans, range, pool);
     auto pr_ = p;
     pr_.out = ref.data();
     k::reference::attention(pr_, visible);
     BOOST_TEST_CONTEXT("heads " << pr.n_head << "/" << pr.n_head_kv << " hd " << pr.hd << " n_q " << pr.n_q << " n_kv "
-                                << pr.n_kv << " window " << pr.window << " bias " << pr.bias << " half " << pr.half) {
+                                << pr.n_kv << " window " << pr.window << " sink " << pr.sink << " bias " << pr.bias
+                                << " half " << pr.half) {
         BOOST_TEST(kt::nmse(out, ref) < 1e-11);
+        BOOST_TEST(by_span == out); // spans: bitwise what the predicate gives
     }
 }
 } // namespace
@@ -111,9 +118,17 @@ BOOST_AUTO_TEST_CASE(prefill_and_decode_match_the_reference) {
                 check({9, 3, 64, 1, 700, window, bias, half}, &pool, seed++);
                 check({4, 4, 64, 1, 257, window, bias, half}, &pool, seed++);
                 check({8, 1, 32, 1, 33, window, bias, half}, nullptr, seed++);
-                // prefill: blocks of 16 rows, a cache in front of the block
-                check({9, 3, 64, 40, 300, window, bias, half}, &pool, seed++);
-                check({6, 2, 48, 17, 17, window, bias, half}, nullptr, seed++);
+                // prefill: query blocks of 56 rows (MR-row P.V tiles for head_dim 64, 4-row
+                // tiles for 48), a cache in front of the block; with a sink the rows whose
+                // sink and window are apart take the predicate (no exact span)
+                for (std::int64_t sink : {std::int64_t(0), std::int64_t(4)}) {
+                    if (sink && !window) continue;
+                    check({9, 3, 64, 40, 300, window, bias, half, sink}, &pool, seed++);
+                    check({6, 2, 48, 17, 17, window, bias, half, sink}, nullptr, seed++);
+                    check({6, 2, 64, 56, 90, window, bias, half, sink}, &pool, seed++);
+                    check({6, 2, 48, 130, 300, window, bias, half, sink}, &pool, seed++);
+                    check({6, 2, 64, 130, 300, window, bias, half, sink}, &pool, seed++);
+                }
             }
 }
 
@@ -159,76 +174,6 @@ BOOST_AUTO_TEST_CASE(half_store_equals_float_store_of_the_rounded_values) {
         k::attention(p, &pool);
         BOOST_TEST(a == b);
     }
-}
-
-// A Visible functor with row_span (the kernel masks by ranges, and P.V stops at a
-// row tile's last visible key) against the same rule as a plain predicate: bitwise
-// the same outputs, and both near the reference. Causal, windowed, and windowed
-// with a sink (rows whose sink and window are apart have no exact span: the
-// predicate path, inside the same block as rows that have one); head_dim 64
-// (the MR-row P.V tiles) and 48 (the 4-row tiles); float and half values; with
-// an additive bias; query blocks of 17, 56 (one block) and 130 rows after a cache.
-BOOST_AUTO_TEST_CASE(row_spans_give_bitwise_the_predicate_result) {
-    namespace L = archetype::layers;
-    archetype::thread_pool pool(2);
-    unsigned seed = 100;
-    struct span_case { std::int64_t window, sink; };
-    const std::pair<std::size_t, std::size_t> sizes[] = {{17, 17}, {56, 90}, {130, 300}};
-    for (const span_case sc : {span_case{0, 0}, span_case{37, 0}, span_case{37, 4}})
-        for (std::size_t hd : {std::size_t(64), std::size_t(48)})
-            for (bool half : {false, true})
-                for (bool bias : {false, true})
-                    for (const auto& [n_q, n_kv] : sizes) {
-                        const std::size_t H = 6, G = 2, qw = H * hd;
-                        auto q = kt::random_vec(n_q * qw, seed);
-                        auto kf = kt::random_vec(G * n_kv * hd, seed + 1), vf = kt::random_vec(G * n_kv * hd, seed + 2);
-                        auto bs = kt::random_vec(H * n_q * n_kv, seed + 3, -2.f, 2.f);
-                        ++seed;
-                        std::vector<std::uint16_t> k16(kf.size()), v16(vf.size());
-                        for (std::size_t i = 0; i < kf.size(); ++i) {
-                            k16[i] = archetype::fp32_to_fp16(kf[i]);
-                            v16[i] = archetype::fp32_to_fp16(vf[i]);
-                        }
-                        k::attention_params p;
-                        p.n_head = H;
-                        p.n_head_kv = G;
-                        p.head_dim = hd;
-                        p.scale = 1.f / std::sqrt(float(hd));
-                        p.q = q.data();
-                        p.ldq = qw;
-                        p.n_q = n_q;
-                        if (half) {
-                            p.k16 = k16.data();
-                            p.v16 = v16.data();
-                        } else {
-                            p.k = kf.data();
-                            p.v = vf.data();
-                        }
-                        p.ldkv = hd;
-                        p.kv_head_stride = n_kv * hd;
-                        p.n_kv = n_kv;
-                        if (bias) {
-                            p.bias = bs.data();
-                            p.ld_bias = n_kv;
-                            p.bias_head_stride = n_q * n_kv;
-                        }
-                        p.ldo = qw;
-                        const L::cell_visibility vis{{sc.window, sc.sink}, std::int64_t(n_kv - n_q), 0};
-                        static_assert(k::has_row_span<L::cell_visibility>);
-                        auto pred = [&](std::size_t i, std::size_t j) { return vis(i, j); };
-                        std::vector<float> a(n_q * qw, -1.f), b(n_q * qw, -2.f), r(n_q * qw, -3.f);
-                        p.out = a.data();
-                        k::attention(p, vis, k::all_keys{}, &pool);
-                        p.out = b.data();
-                        k::attention(p, pred, k::all_keys{}, &pool);
-                        p.out = r.data();
-                        k::reference::attention(p, pred);
-                        BOOST_TEST_CONTEXT("window " << sc.window << " sink " << sc.sink << " hd " << hd << " half " << half
-                                                     << " bias " << bias << " n_q " << n_q << " n_kv " << n_kv) {
-                            BOOST_TEST(a == b);
-                            BOOST_TEST(kt::nmse(a, r) < 1e-11);
-                        }
-                    }
 }
 
 // causal_rule::positions is exactly the set the predicate accepts, whenever it
