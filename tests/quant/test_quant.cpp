@@ -14,6 +14,7 @@
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/quant/dequantize.hpp"
 #include "archetype/kernels/quant/generic.hpp"
+#include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/quantize.hpp"
 #include "archetype/kernels/quant/reference.hpp"
 
@@ -438,6 +439,102 @@ BOOST_AUTO_TEST_CASE(matmul_batch_quantised_single_token) {
                 BOOST_TEST(bits_equal(sep[i], fused[i]), name(t) << " cols " << cols << " matrix " << i);
         }
     }
+}
+
+// The Q4_0 x16 layout (16-row interleaved groups, made at load time): the repack is
+// a permutation of the bytes (unpack restores the file's rows), and every product on
+// it is bitwise the row layout's: single tokens (rows16_x16), batches (the engine's
+// panels packed from x16), fused single-token products, any thread count. Widths:
+// one block, an odd block count (the zero block), a partial 128-element group, long
+// rows; heights: one group, an odd number of groups (the engine's 32-row groups end
+// with a 16-row panel), several.
+BOOST_AUTO_TEST_CASE(q4_0_x16_layout_matches_row_layout) {
+    namespace x16 = archetype::quant::x16;
+    if constexpr (!k::has_q4_0_x16) { // a build without the kernels says so (loaders never repack there)
+        std::vector<std::uint8_t> w(16 * 18);
+        std::vector<float> x(32), y(16);
+        BOOST_CHECK_THROW(k::matmul({ggml_type::Q4_0, w.data(), 16, 32, archetype::quant::weight_layout::q4_0_x16},
+                                    x.data(), 32, 1, y.data(), 16),
+                          archetype::argument_error);
+        return;
+    }
+    archetype::thread_pool p2(2), p3(3);
+    for (std::size_t cols : {32, 96, 608, 2048})
+    for (std::size_t rows : {16, 48, 64}) {
+        const auto w = random_rows(ggml_type::Q4_0, rows, cols, unsigned(cols + rows));
+        std::vector<std::uint8_t> packed(w.size()), back(w.size());
+        x16::repack_q4_0(w.data(), rows, cols, packed.data());
+        x16::unpack_q4_0(packed.data(), rows, cols, back.data());
+        BOOST_TEST((back == w), "unpack(repack(w)) != w, " << rows << " x " << cols);
+        BOOST_TEST((packed != w), "repack left " << rows << " x " << cols << " unchanged");
+        const k::weight_view Wr{ggml_type::Q4_0, w.data(), rows, cols};
+        const k::weight_view Wx{ggml_type::Q4_0, packed.data(), rows, cols, archetype::quant::weight_layout::q4_0_x16};
+        for (std::size_t n_tok : {1, 2, 7, 13}) {
+            const std::size_t ldx = cols + 5, ldy = rows + 3;
+            const auto x = gaussian(n_tok * ldx, unsigned(n_tok * 7 + cols));
+            std::vector<float> yr(n_tok * ldy, 0.f); // padding stays 0 in both
+            k::matmul(Wr, x.data(), ldx, n_tok, yr.data(), ldy, nullptr);
+            for (archetype::thread_pool* pool : {static_cast<archetype::thread_pool*>(nullptr), &p2, &p3}) {
+                std::vector<float> yx(n_tok * ldy, 0.f);
+                k::matmul(Wx, x.data(), ldx, n_tok, yx.data(), ldy, pool);
+                BOOST_TEST(bits_equal(yr, yx), rows << " x " << cols << " n_tok " << n_tok << " threads "
+                                                     << (pool ? pool->size() : 1));
+            }
+#if defined(ARCHETYPE_QUANT_VNNI)
+            // and both against llama.cpp's numerics, scalar (the row layout's own check)
+            const auto refq = ggml_numerics_matmul(ggml_type::Q4_0, w, rows, cols, x, ldx, n_tok, ldy);
+            BOOST_TEST(nmse(yr.data(), refq.data(), yr.size()) < 1e-12, rows << " x " << cols << " n_tok " << n_tok);
+#endif
+        }
+    }
+    // fused single-token products: all x16, and x16 mixed with the row layout
+    const std::size_t cols = 576, rows[] = {48, 16, 32};
+    std::vector<std::vector<std::uint8_t>> w, packed;
+    std::vector<k::weight_view> Wr, Wx;
+    for (std::size_t i = 0; i < 3; ++i) {
+        w.push_back(random_rows(ggml_type::Q4_0, rows[i], cols, unsigned(40 + i)));
+        packed.emplace_back(w[i].size());
+        x16::repack_q4_0(w[i].data(), rows[i], cols, packed[i].data());
+    }
+    for (std::size_t i = 0; i < 3; ++i) {
+        Wr.push_back({ggml_type::Q4_0, w[i].data(), rows[i], cols});
+        Wx.push_back({ggml_type::Q4_0, packed[i].data(), rows[i], cols, archetype::quant::weight_layout::q4_0_x16});
+    }
+    const auto x = gaussian(cols, 12);
+    for (bool mixed : {false, true})
+    for (archetype::thread_pool* pool : {static_cast<archetype::thread_pool*>(nullptr), &p2, &p3}) {
+        std::vector<float> sep[3], fused[3];
+        std::vector<k::matmul_task> tasks;
+        for (std::size_t i = 0; i < 3; ++i) {
+            sep[i].assign(rows[i], 0.f);
+            fused[i].assign(rows[i], -1.f);
+            k::matmul(Wr[i], x.data(), cols, 1, sep[i].data(), rows[i], nullptr);
+            tasks.push_back({mixed && i == 1 ? &Wr[i] : &Wx[i], x.data(), cols, fused[i].data(), rows[i]});
+        }
+        k::matmul_batch(tasks, 1, pool);
+        for (std::size_t i = 0; i < 3; ++i)
+            BOOST_TEST(bits_equal(sep[i], fused[i]), "matrix " << i << (mixed ? " (mixed layouts)" : ""));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(q4_0_x16_layout_errors_name_the_matrix) {
+    std::vector<std::uint8_t> w(48 * 18 * 4);
+    std::vector<float> x(128), y(48);
+    const auto L = archetype::quant::weight_layout::q4_0_x16;
+    auto message = [&](const k::weight_view& W) {
+        try {
+            k::matmul(W, x.data(), 128, 1, y.data(), 48, nullptr);
+        } catch (const archetype::argument_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no exception");
+    };
+    // 17 rows: not whole groups; Q8_0: no such layout
+    BOOST_TEST(message({ggml_type::Q4_0, w.data(), 17, 128, L}).find("17 x 128") != std::string::npos);
+    BOOST_TEST(message({ggml_type::Q8_0, w.data(), 16, 64, L}).find("Q8_0") != std::string::npos);
+    BOOST_TEST(!archetype::quant::x16::fits(17, 128));
+    BOOST_TEST(!archetype::quant::x16::fits(16, 48));
+    BOOST_TEST(archetype::quant::x16::fits(32, 64));
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_types_are_named) {

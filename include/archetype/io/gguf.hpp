@@ -433,6 +433,11 @@ public:
         return f;
     }
 
+    /// io::mapped_file::release for a tensor's bytes (nothing for from_memory files).
+    void release_pages(const std::byte* p, std::size_t n) const noexcept {
+        if (map_) map_->release(p, n);
+    }
+
     std::uint32_t version() const noexcept { return version_; }
     std::uint64_t alignment() const noexcept { return alignment_; }
     /// Offset of the data section from the start of the file.

@@ -77,6 +77,18 @@ public:
     std::size_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
 
+    /// Drops this process's pages wholly inside [p, p + n) (a range of the mapping)
+    /// from its resident set: a loader that copied a tensor out (a repacked layout)
+    /// keeps one copy resident, not two. The bytes stay readable: a later access
+    /// maps them again from the file (MAP_PRIVATE pages here are never written).
+    void release(const void* p, std::size_t n) const noexcept {
+        const auto a = reinterpret_cast<std::uintptr_t>(p), lo = reinterpret_cast<std::uintptr_t>(data_);
+        if (!data_ || a < lo || a + n > lo + size_) return;
+        const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        const std::uintptr_t b = (a + page - 1) / page * page, e = (a + n) / page * page;
+        if (b < e) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+    }
+
 private:
     void unmap() noexcept {
         if (data_) ::munmap(const_cast<std::byte*>(data_), size_);

@@ -13,6 +13,9 @@
 //   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K
 //                    quant/vnni.hpp (activations quantised to int8 once per call,
 //                    vpdpbusd on the blocks), else quant/generic.hpp
+//   Q4_0, layout q4_0_x16 (16-row interleaved, quant/interleaved.hpp; made by the
+//                    decoder loader): quant/vnni.hpp's x16 kernels; bitwise the
+//                    row layout's results
 // Work is split by output rows, so results do not depend on the thread count.
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +30,7 @@
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/generic.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
+#include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/vnni.hpp"
 
 namespace archetype::kernels {
@@ -36,18 +40,39 @@ struct weight_view {
     const void* data = nullptr;
     std::size_t rows = 0; // output features (ne[1])
     std::size_t cols = 0; // input features (ne[0]), a multiple of the type's block size
-    /// bytes of one stored row
+    /// Order of the blocks in memory: the file's rows, or (Q4_0) 16-row interleaved
+    /// groups of the same total size (quant/interleaved.hpp), which only matmul reads.
+    quant::weight_layout layout = quant::weight_layout::rows;
+    /// bytes of one stored row (of the row layout; the x16 layout has the same total)
     std::size_t row_bytes() const noexcept {
         const auto t = traits_of(type);
         return cols / t.block_size * t.type_size;
     }
+    /// Row r's bytes: the row layout only (an interleaved matrix has no contiguous rows).
     const std::byte* row(std::size_t r) const noexcept {
         return static_cast<const std::byte*>(data) + r * row_bytes();
     }
 };
 
+/// Whether this build has kernels for the Q4_0 x16 layout (AVX-512 VNNI, VBMI, GFNI);
+/// loaders repack only then.
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+inline constexpr bool has_q4_0_x16 = true;
+#else
+inline constexpr bool has_q4_0_x16 = false;
+#endif
+
 namespace detail {
 inline void check_matmul_weight(const weight_view& W) {
+    if (W.layout == quant::weight_layout::q4_0_x16) {
+        if (W.type != ggml_type::Q4_0 || !quant::x16::fits(W.rows, W.cols))
+            throw argument_error("matmul: the q4_0_x16 layout needs a Q4_0 matrix with rows a multiple of 16, got " +
+                                 std::string(type_name(W.type)) + " " + std::to_string(W.rows) + " x " +
+                                 std::to_string(W.cols));
+        if (!has_q4_0_x16)
+            throw argument_error("matmul: this build has no kernel for the q4_0_x16 layout (AVX-512 VNNI, VBMI and GFNI)");
+        return;
+    }
     if (!quant::is_supported(W.type))
         throw argument_error("matmul: weight type " + std::string(type_name(W.type)) + " is not supported");
     const std::size_t bs = traits_of(W.type).block_size;
@@ -82,6 +107,12 @@ inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::s
         break;
 #endif
     default:
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+        if (W.layout == quant::weight_layout::q4_0_x16) {
+            quant::vnni::matmul_q4_0_x16(W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
+            return;
+        }
+#endif
 #if defined(ARCHETYPE_QUANT_VNNI)
         if (quant::vnni::matmul(W.type, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool)) return;
 #endif
@@ -111,7 +142,7 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
     bool fuse = n_tok == 1 && !tasks.empty();
     for (const auto& t : tasks) {
         detail::check_matmul_weight(*t.W);
-        fuse = fuse && t.W->type == tasks[0].W->type;
+        fuse = fuse && t.W->type == tasks[0].W->type && t.W->layout == tasks[0].W->layout;
     }
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
     // One block type, one width, one x (a decode step's q/k/v or gate/up): the
@@ -123,6 +154,10 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
         for (std::size_t i = 0; i < tasks.size(); ++i) {
             same_x = same_x && tasks[i].x == tasks[0].x && tasks[i].W->cols == tasks[0].W->cols;
             parts[i] = {static_cast<const std::uint8_t*>(tasks[i].W->data), tasks[i].W->rows, tasks[i].y};
+        }
+        if (same_x && tasks[0].W->layout == quant::weight_layout::q4_0_x16) {
+            quant::vnni::gemv_many_x16(parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool);
+            return;
         }
         if (same_x && quant::vnni::gemv_many(tasks[0].W->type, parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool))
             return;

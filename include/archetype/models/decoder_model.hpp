@@ -18,7 +18,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -55,6 +58,13 @@ concept DecoderType = detail::is_decoder_v<T>;
 struct decoder_options {
     /// Override of the architecture's RoPE base (0 = file / compiled policy).
     float rope_freq_base = 0.f;
+    /// Q4_0 projection matrices (rows % 16 == 0) are reordered at load into the x16
+    /// layout (kernels/quant/interleaved.hpp), which the decode kernel reads ~1.8x
+    /// faster from cache: same size, owned by the model, the file's pages of those
+    /// tensors released; outputs bitwise unchanged. false: every weight stays a
+    /// zero-copy view of the file. Only where the build has the x16 kernels
+    /// (kernels::has_q4_0_x16); embeddings (row lookups) always stay views.
+    bool repack_q4_0 = true;
 };
 
 /// Everything the run time needs, resolved from file + compiled structure.
@@ -106,6 +116,9 @@ public:
     const float* relative_bias(std::size_t il) const noexcept {
         return rel_bias_[rel_bias_.size() == 1 ? 0 : il].data();
     }
+    /// Bytes of the weights the model holds itself (repacked Q4_0 matrices; 0 when
+    /// every weight is a view of the file).
+    std::size_t owned_bytes() const noexcept { return owned_bytes_; }
     std::size_t n_vocab() const noexcept { return hp_.dims.n_vocab; }
     std::size_t n_embd() const noexcept { return hp_.dims.n_embd; }
 
@@ -139,6 +152,9 @@ public:
         if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
         s += describe_line("qk norm", layers_v_.empty() || !layers_v_[0].attn.q_norm ? "no" : "per-head RMSNorm");
         s += describe_line("output", d.tied_output ? "tied to token_embd" : "output.weight");
+        if (owned_bytes_)
+            s += describe_line("repacked", std::to_string(owned_.size()) + " Q4_0 matrices (" + std::to_string(owned_bytes_) +
+                                               " bytes) in the 16-row interleaved layout");
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
         const auto f = D::figures(d, hp_.n_ctx_train);
         s += describe_line("params", std::to_string(f.parameters));
@@ -192,7 +208,26 @@ private:
             throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32");
         return reinterpret_cast<const float*>(t.data);
     }
-    kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
+    /// A projection matrix: a view of the file, or (Q4_0, repack_q4_0) the x16 copy.
+    kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) {
+        auto w = lookup_matrix(name, cols, rows);
+        if (kernels::has_q4_0_x16 && repack_q4_0_ && w.type == ggml_type::Q4_0 && quant::x16::fits(rows, cols)) {
+            const std::size_t n = rows * w.row_bytes();
+            std::shared_ptr<std::uint8_t> buf(static_cast<std::uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64)),
+                                              [](std::uint8_t* p) { std::free(p); });
+            if (!buf) throw std::bad_alloc();
+            const auto* src = static_cast<const std::uint8_t*>(w.data);
+            quant::x16::repack_q4_0(src, rows, cols, buf.get());
+            file_->release_pages(static_cast<const std::byte*>(w.data), n);
+            w.data = buf.get();
+            w.layout = quant::weight_layout::q4_0_x16;
+            owned_.push_back(std::move(buf));
+            owned_bytes_ += n;
+        }
+        return w;
+    }
+    /// A matrix read by rows (embeddings): always the file's view.
+    kernels::weight_view lookup_matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
         const auto& t = tensor(name, {cols, rows});
         check_storage(t);
         return gguf::as_weight(t);
@@ -221,7 +256,7 @@ private:
         return w;
     }
 
-    layers::ffn_weights dense_ffn(const std::string& b, std::size_t n_embd, std::size_t n_ff) const {
+    layers::ffn_weights dense_ffn(const std::string& b, std::size_t n_embd, std::size_t n_ff) {
         layers::ffn_weights w;
         if constexpr (ffn_policy::gated) w.gate = matrix(b + "ffn_gate.weight", n_embd, n_ff);
         w.up = matrix(b + "ffn_up.weight", n_embd, n_ff);
@@ -238,6 +273,7 @@ private:
     }
 
     void init(const decoder_options& opt) {
+        repack_q4_0_ = opt.repack_q4_0;
         static_assert(std::is_same_v<typename D::base_norm, RMSNorm>,
                       "archetype: llama, mellum and gemma3 files use RMSNorm: use RMSNorm (the default)");
         const auto h = arch::read_llama_hparams(*file_);
@@ -363,7 +399,7 @@ private:
 
         // tensors
         const std::size_t E = h.n_embd, qw = h.n_head * h.head_dim, kw = h.n_head_kv * h.head_dim, hd = h.head_dim;
-        tok_embd_ = matrix("token_embd.weight", E, h.n_vocab);
+        tok_embd_ = lookup_matrix("token_embd.weight", E, h.n_vocab);
         output_norm_ = {vector_f32("output_norm.weight", E), nullptr, h.rms_eps};
         if (file_->find_tensor("output.weight")) {
             output_ = matrix("output.weight", E, h.n_vocab);
@@ -454,7 +490,7 @@ private:
         }
         if (n == 0) throw shape_error("tensor 'position_embd.weight' has shape " + t.shape_string() + ", expected [" +
                                       std::to_string(E) + ", positions]");
-        pos_embd_ = matrix("position_embd.weight", E, n);
+        pos_embd_ = lookup_matrix("position_embd.weight", E, n);
         hp_.n_pos = n;
     }
     // RelativeBias<B>: blk.N.attn_rel_b.weight [n_head, B] (ggml order) per layer, or
@@ -491,6 +527,9 @@ private:
     decoder_hparams hp_;
     std::vector<layer> layers_v_;
     kernels::weight_view tok_embd_{}, output_{}, pos_embd_{};
+    bool repack_q4_0_ = true;
+    std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
+    std::size_t owned_bytes_ = 0;
     std::vector<std::vector<float>> rel_bias_; // RelativeBias: per layer (or one shared) [bucket][head]
     layers::norm_weights output_norm_{};
 };

@@ -43,6 +43,7 @@
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/lanes512.hpp"
 #include "archetype/kernels/quant/gemv_vnni.hpp"
+#include "archetype/kernels/quant/interleaved.hpp"
 
 namespace archetype::quant::vnni {
 
@@ -449,6 +450,45 @@ inline void pack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_t
         }
 }
 
+/// pack_group's result for rows [r0, r0 + 32) of a Q4_0 matrix in the x16 layout
+/// (kernels/quant/interleaved.hpp; rows % 16 == 0): the two 16-row panels are two
+/// x16 groups, whose 64-byte quant vectors already hold 4 bytes per row and lane,
+/// so each k-group vector is one and (low nibbles) or shift and and (high nibbles)
+/// away: no decode into row order, no transpose. A last group of 16 rows packs
+/// its panel twice (the second panel's outputs are never stored). Same bytes and
+/// scales as pack_group<dec_q4_0> on the row layout.
+inline void pack_group_x16(const std::uint8_t* W, std::size_t rows, std::size_t r0, std::size_t n_blocks,
+                           std::size_t n_slices, std::uint8_t* out) noexcept {
+    using P = packed_layout<dec_q4_0>;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (std::size_t panel = 0; panel < 2; ++panel) {
+        const std::size_t g = std::min(r0 + 16 * panel, rows - 16) / 16;
+        const std::uint8_t* G = W + g * quant::x16::group_bytes(n_blocks);
+        for (std::size_t p = 0; p < n_slices; ++p) {
+            std::uint8_t* ps = out + p * P::slice_bytes;
+            for (std::size_t h = 0; h < 2; ++h) {
+                const std::size_t b = 2 * p + h;
+                std::uint8_t* o = ps + (panel * 16 + 8 * h) * 64; // k-groups 8h .. 8h + 7 of the slice
+                float* so = reinterpret_cast<float*>(ps + P::u_bytes) + (panel * P::nsb + h) * 16;
+                if (b >= n_blocks) { // the zero block after an odd count: u = 0, scale 0
+                    for (int j = 0; j < 8; ++j) _mm512_store_si512(o + 64 * j, _mm512_setzero_si512());
+                    _mm512_store_ps(so, _mm512_setzero_ps());
+                    continue;
+                }
+                const std::uint8_t* blk = G + b * quant::x16::group_block_bytes;
+                for (std::size_t o2 = 0; o2 < quant::x16::group_block_bytes; o2 += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(blk) + prefetch_distance + o2, _MM_HINT_T0);
+                for (int t = 0; t < 4; ++t) {
+                    const __m512i v = _mm512_loadu_si512(blk + quant::x16::scales_bytes + 64 * t);
+                    _mm512_store_si512(o + 64 * t, _mm512_and_si512(v, m4));                             // elements 4t..
+                    _mm512_store_si512(o + 64 * (4 + t), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)); // 16 + 4t..
+                }
+                _mm512_store_ps(so, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk))));
+            }
+        }
+    }
+}
+
 inline __m512i bcast4(const std::uint8_t* p) noexcept {
     std::int32_t v;
     std::memcpy(&v, p, 4);
@@ -740,11 +780,41 @@ inline bool gemv_many(const gemv_part* parts, std::size_t n, std::size_t cols, c
         return true;
     }
 }
+
+/// Single-token products of n Q4_0 matrices in the x16 layout (rows % 16 == 0),
+/// cols wide, over one x: gemv_legacy's dispatch (16-row groups of all matrices in
+/// order, contiguous ranges per thread) on gemv::rows16_x16. A group is one
+/// contiguous range of memory, read front to back.
+inline void gemv_many_x16(const gemv_part* parts, std::size_t n, std::size_t cols, const float* x, thread_pool* pool) {
+    using D = dec_q4_0;
+    using P = packed_layout<D>;
+    const std::size_t n_blocks = cols / 32;
+    const act_layout L = make_act_layout((cols + 63) / 64, P::sub);
+    static thread_local byte_scratch act_buf;
+    std::uint8_t* act = act_buf.get(L.stride);
+    quantize_token(x, cols, L, sub_traits<D>::act, P::sub, P::zero, act);
+    const auto* dx = reinterpret_cast<const float*>(act + L.dx_off());
+    const std::uint8_t* aux = act + L.aux_off();
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += parts[i].rows / 16;
+    auto dec = [&](std::size_t gb, std::size_t ge) {
+        std::size_t i = 0, first = 0; // matrix i holds groups [first, first + its groups)
+        for (std::size_t g = gb; g < ge; ++g) {
+            while (g - first >= parts[i].rows / 16) first += parts[i++].rows / 16;
+            const std::size_t k = g - first;
+            _mm512_storeu_ps(parts[i].y + 16 * k,
+                             gemv::rows16_x16(parts[i].W + k * quant::x16::group_bytes(n_blocks), n_blocks, act, dx, aux));
+        }
+    };
+    if (pool) pool->parallel_for(total, dec); else dec(0, total);
+}
 #endif
 
-template <class D>
+/// X16: W is Q4_0 in the x16 layout (D = dec_q4_0).
+template <class D, bool X16 = false>
 inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
                 std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+    static_assert(!X16 || std::is_same_v<D, dec_q4_0>);
     using P = packed_layout<D>;
     const std::size_t block = is_k<D> ? 256 : 32;
     const std::size_t n_blocks = cols / block;
@@ -753,7 +823,10 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
     if (n_tok == 1) { // the single-token kernel (rows16), where it serves this type and width
         const gemv_part part{W, rows, y};
-        if (gemv_many<D>(&part, 1, cols, x, pool)) return;
+        if constexpr (X16) {
+            gemv_many_x16(&part, 1, cols, x, pool);
+            return;
+        } else if (gemv_many<D>(&part, 1, cols, x, pool)) return;
     }
 #endif
     const act_layout L = make_act_layout(n_slices, P::sub);
@@ -778,7 +851,8 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
         std::uint8_t* pk = pk_buf.get(n_slices * P::slice_bytes);
         for (std::size_t g = gb; g < ge; ++g) {
             const std::size_t r0 = g * group_rows, nr = std::min(group_rows, rows - r0);
-            pack_group<D>(W, row_bytes, rows, r0, n_blocks, n_slices, tmp, pk);
+            if constexpr (X16) pack_group_x16(W, rows, r0, n_blocks, n_slices, pk);
+            else pack_group<D>(W, row_bytes, rows, r0, n_blocks, n_slices, tmp, pk);
             const std::uint8_t* a[tile_toks];
             std::size_t t = 0;
             for (; t + tile_toks <= n_tok; t += tile_toks) {
@@ -813,6 +887,20 @@ inline bool gemv_many(ggml_type type, const detail::gemv_part* parts, std::size_
     case ggml_type::Q5_K: return detail::gemv_many<detail::dec_q5_K>(parts, n, cols, x, pool);
     default: return false;
     }
+}
+#endif
+
+#if defined(ARCHETYPE_QUANT_GEMV_VNNI)
+/// The x16 layout's fused single-token products (detail::gemv_many_x16).
+inline void gemv_many_x16(const detail::gemv_part* parts, std::size_t n, std::size_t cols, const float* x,
+                          thread_pool* pool) {
+    detail::gemv_many_x16(parts, n, cols, x, pool);
+}
+/// Quantised matmul of a Q4_0 matrix in the x16 layout (rows % 16 == 0): bitwise
+/// what matmul gives on the row layout, for any n_tok.
+inline void matmul_q4_0_x16(const void* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
+                            std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+    detail::run<detail::dec_q4_0, true>(static_cast<const std::uint8_t*>(W), rows, cols, x, ldx, n_tok, y, ldy, pool);
 }
 #endif
 
