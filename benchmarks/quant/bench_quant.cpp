@@ -7,6 +7,8 @@
 //  3. Prefill (512 tokens, 4096 x 4096), 2 threads: GFLOP/s.
 //  4. Kernel throughput per CPU-second, 1 thread (thread CPU time, best of 5):
 //     insensitive to other processes sharing the cores, unlike 1-3.
+// Q4_0x16 is Q4_0 in the 16-row interleaved layout the decoder loader makes
+// (kernels/quant/interleaved.hpp), on this build's x16 kernels.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/interleaved.hpp"
 
 using archetype::ggml_type;
 namespace k = archetype::kernels;
@@ -74,9 +77,33 @@ std::vector<std::uint8_t> random_matrix(ggml_type t, std::size_t rows, std::size
 }
 
 
-const ggml_type types[] = {ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0,
-                           ggml_type::Q5_1, ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K,
-                           ggml_type::F16,  ggml_type::BF16, ggml_type::F32};
+/// A weight type in a layout (the x16 layout: Q4_0 only).
+struct variant {
+    ggml_type t;
+    bool x16 = false;
+    std::string name() const { return std::string(archetype::type_name(t)) + (x16 ? "x16" : ""); }
+    std::vector<std::uint8_t> matrix(std::size_t rows, std::size_t cols) const {
+        auto m = random_matrix(t, rows, cols);
+        if (!x16) return m;
+        std::vector<std::uint8_t> p(m.size());
+        archetype::quant::x16::repack_q4_0(m.data(), rows, cols, p.data());
+        return p;
+    }
+    k::weight_view view(const std::uint8_t* data, std::size_t rows, std::size_t cols) const {
+        return {t, data, rows, cols, x16 ? archetype::quant::weight_layout::q4_0_x16 : archetype::quant::weight_layout::rows};
+    }
+};
+
+std::vector<variant> variants() {
+    std::vector<variant> v;
+    for (ggml_type t : {ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1,
+                        ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::F16, ggml_type::BF16,
+                        ggml_type::F32}) {
+        v.push_back({t});
+        if (t == ggml_type::Q4_0 && k::has_q4_0_x16) v.push_back({t, true});
+    }
+    return v;
+}
 
 } // namespace
 
@@ -89,20 +116,20 @@ int main() {
     struct shape { std::size_t rows, cols; };
     const shape shapes[] = {{4096, 4096}, {5632, 2048}};
     std::printf("decode GEMV, 1 token, 2 threads, weights streamed from DRAM\n");
-    std::printf("%-6s %14s %8s %14s %8s\n", "type", "4096x4096 GB/s", "of bw", "5632x2048 GB/s", "of bw");
+    std::printf("%-7s %14s %8s %14s %8s\n", "type", "4096x4096 GB/s", "of bw", "5632x2048 GB/s", "of bw");
     std::vector<float> x(16384), y(16384);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 13) - 6) * 0.1f;
-    for (ggml_type t : types) {
-        std::printf("%-6s", std::string(archetype::type_name(t)).c_str());
+    for (const variant& t : variants()) {
+        std::printf("%-7s", t.name().c_str());
         for (const auto& s : shapes) {
-            const auto m = random_matrix(t, s.rows, s.cols);
+            const auto m = t.matrix(s.rows, s.cols);
             const std::size_t copies = std::max<std::size_t>(1, big / m.size());
             for (std::size_t c = 0; c < copies; ++c) std::memcpy(arena.data() + c * m.size(), m.data(), m.size());
             std::vector<double> rates;
             for (int rep = 0; rep < 3; ++rep) {
                 const auto t0 = clk::now();
                 for (std::size_t c = 0; c < copies; ++c)
-                    k::matmul(k::weight_view{t, arena.data() + c * m.size(), s.rows, s.cols}, x.data(), s.cols, 1,
+                    k::matmul(t.view(arena.data() + c * m.size(), s.rows, s.cols), x.data(), s.cols, 1,
                               y.data(), s.rows, &pool);
                 rates.push_back(double(copies * m.size()) / seconds_since(t0) / 1e9);
             }
@@ -112,15 +139,15 @@ int main() {
         std::printf("\n");
     }
 
-    std::printf("\nprefill, 512 tokens x 4096 -> 4096, 2 threads\n%-6s %10s %10s\n", "type", "ms", "GFLOP/s");
+    std::printf("\nprefill, 512 tokens x 4096 -> 4096, 2 threads\n%-7s %10s %10s\n", "type", "ms", "GFLOP/s");
     const std::size_t n_tok = 512, rows = 4096, cols = 4096;
     std::vector<float> X(n_tok * cols), Y(n_tok * rows);
     std::mt19937 rng(1);
     std::normal_distribution<float> g;
     for (auto& v : X) v = g(rng);
-    for (ggml_type t : types) {
-        const auto m = random_matrix(t, rows, cols);
-        const k::weight_view W{t, m.data(), rows, cols};
+    for (const variant& t : variants()) {
+        const auto m = t.matrix(rows, cols);
+        const k::weight_view W = t.view(m.data(), rows, cols);
         k::matmul(W, X.data(), cols, n_tok, Y.data(), rows, &pool); // warm-up
         std::vector<double> times;
         for (int rep = 0; rep < 3; ++rep) {
@@ -129,16 +156,16 @@ int main() {
             times.push_back(seconds_since(t0));
         }
         const double sec = median(times);
-        std::printf("%-6s %10.1f %10.1f\n", std::string(archetype::type_name(t)).c_str(), sec * 1e3,
+        std::printf("%-7s %10.1f %10.1f\n", t.name().c_str(), sec * 1e3,
                     2.0 * double(n_tok * rows * cols) / sec / 1e9);
     }
 
     std::printf("\nper CPU-second, 1 thread (thread CPU time, best of 5; weights 1024 x 4096, L2/L3 resident)\n"
-                "%-6s %16s %20s\n", "type", "GEMV GB/s", "prefill 128 GOP/s");
-    for (ggml_type t : types) {
+                "%-7s %16s %20s\n", "type", "GEMV GB/s", "prefill 128 GOP/s");
+    for (const variant& t : variants()) {
         const std::size_t r1 = 1024, c1 = 4096, nt = 128;
-        const auto m = random_matrix(t, r1, c1);
-        const k::weight_view W{t, m.data(), r1, c1};
+        const auto m = t.matrix(r1, c1);
+        const k::weight_view W = t.view(m.data(), r1, c1);
         auto best = [&](std::size_t n) {
             double b = 1e30;
             for (int rep = 0; rep < 5; ++rep) {
@@ -149,7 +176,7 @@ int main() {
             return b;
         };
         const double g = best(1), p = best(nt);
-        std::printf("%-6s %16.1f %20.1f\n", std::string(archetype::type_name(t)).c_str(), double(m.size()) / g * 1e-9,
+        std::printf("%-7s %16.1f %20.1f\n", t.name().c_str(), double(m.size()) / g * 1e-9,
                     2.0 * double(nt * r1 * c1) / p * 1e-9);
     }
     return 0;
