@@ -583,8 +583,9 @@ inline void split(const std::uint8_t* q, std::size_t n_valid, std::size_t n_grou
 ///
 /// Lane r of each 64-byte quant vector already is row r, so one vpdpbusd against
 /// four broadcast activation bytes advances all 16 rows, with no gather, no
-/// transpose and no second pass (rows16 needs all three for the row layout): about
-/// 1.8x rows16's speed from L1/L2 and +18% from DRAM on one thread (2048 x 2048).
+/// transpose and no second pass (rows16 needs all three for the row layout): 1.4-1.55x
+/// rows16's speed per core from L2/L3 (bench_quant: 36-41 vs 25-26 GB/s, 1024 x 4096);
+/// from DRAM both keep up with the bus.
 /// The float step per block is rows16's, blocks in order,
 ///     acc = fma(float(idot), s * dx, acc)        (idot includes -8 * sum(xq)),
 /// and an odd block count folds the zero block rows16 and the batch engine fold
