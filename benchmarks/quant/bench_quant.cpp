@@ -77,7 +77,7 @@ std::vector<std::uint8_t> random_matrix(ggml_type t, std::size_t rows, std::size
 }
 
 
-/// A weight type in a layout (the x16 layout: Q4_0 only).
+/// A weight type in a layout (the x16 layouts: Q4_0 and Q8_0).
 struct variant {
     ggml_type t;
     bool x16 = false;
@@ -86,11 +86,11 @@ struct variant {
         auto m = random_matrix(t, rows, cols);
         if (!x16) return m;
         std::vector<std::uint8_t> p(m.size());
-        archetype::quant::x16::repack_q4_0(m.data(), rows, cols, p.data());
+        archetype::quant::x16::repack(k::x16_layout_for(t), m.data(), rows, cols, p.data());
         return p;
     }
     k::weight_view view(const std::uint8_t* data, std::size_t rows, std::size_t cols) const {
-        return {t, data, rows, cols, x16 ? archetype::quant::weight_layout::q4_0_x16 : archetype::quant::weight_layout::rows};
+        return {t, data, rows, cols, x16 ? k::x16_layout_for(t) : archetype::quant::weight_layout::rows};
     }
 };
 
@@ -100,7 +100,7 @@ std::vector<variant> variants() {
                         ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::F16, ggml_type::BF16,
                         ggml_type::F32}) {
         v.push_back({t});
-        if (t == ggml_type::Q4_0 && k::has_q4_0_x16) v.push_back({t, true});
+        if ((t == ggml_type::Q4_0 || t == ggml_type::Q8_0) && k::has_x16) v.push_back({t, true});
     }
     return v;
 }

@@ -365,34 +365,37 @@ BOOST_AUTO_TEST_CASE(tied_output_uses_the_token_embedding) {
     }
 }
 
-// A Q4_0 model loads its projections into the x16 layout (decoder_options::
-// repack_q4_0): the same logits bit for bit as the file's row layout in every
-// feeding mode and thread count, every projection matrix owned once (exactly its
-// Q4_0 bytes), embeddings left as views of the file.
-BOOST_AUTO_TEST_CASE(q4_0_repacked_model_gives_the_same_logits) {
+// A Q4_0 or Q8_0 model loads its projections into the x16 layouts
+// (decoder_options::repack): the same logits bit for bit as the file's row layout
+// in every feeding mode and thread count, every projection matrix owned once
+// (exactly its bytes), embeddings left as views of the file.
+BOOST_AUTO_TEST_CASE(repacked_model_gives_the_same_logits) {
     auto sp = llama_spec();
-    sp.n_ff = 96; // a multiple of 32, so ffn_down is Q4_0 too
-    temp_model f(sp, "q4_0_src");
-    const std::string q = f.path + ".q4_0.gguf";
-    gguf::quantize_file(f.path, q, ggml_type::Q4_0);
+    sp.n_ff = 96; // a multiple of 32, so ffn_down is quantised too
+    temp_model f(sp, "x16_src");
+    for (ggml_type type : {ggml_type::Q4_0, ggml_type::Q8_0}) {
+    const std::string tn(type_name(type));
+    const std::string q = f.path + "." + tn + ".gguf";
+    gguf::quantize_file(f.path, q, type);
     struct remove_at_exit { std::string p; ~remove_at_exit() { std::remove(p.c_str()); } } cleanup{q};
     using M = Decoder<GQA<4, 2>, RoPE>;
-    const auto x = load_model<M>(q, {.repack_q4_0 = true});
-    const auto r = load_model<M>(q, {.repack_q4_0 = false});
+    const auto x = load_model<M>(q, {.repack = true});
+    const auto r = load_model<M>(q, {.repack = false});
     BOOST_TEST(r.owned_bytes() == 0u);
     const auto& L0 = x.layer_at(0);
+    const auto layout = kernels::x16_layout_for(type);
     BOOST_TEST((x.token_embd().layout == quant::weight_layout::rows));
     BOOST_TEST((r.layer_at(0).attn.wq.layout == quant::weight_layout::rows));
-    if constexpr (kernels::has_q4_0_x16) {
-        BOOST_TEST((L0.attn.wq.type == ggml_type::Q4_0));
-        BOOST_TEST((L0.attn.wq.layout == quant::weight_layout::q4_0_x16));
-        BOOST_TEST((L0.ffn.down.layout == quant::weight_layout::q4_0_x16));
-        BOOST_TEST((x.output().layout == quant::weight_layout::q4_0_x16));
-        // q, k, v, o, gate, up, down per layer and the output head, 18 bytes per 32 weights
+    if constexpr (kernels::has_x16) {
+        BOOST_TEST((L0.attn.wq.type == type));
+        BOOST_TEST((L0.attn.wq.layout == layout), tn);
+        BOOST_TEST((L0.ffn.down.layout == layout), tn);
+        BOOST_TEST((x.output().layout == layout), tn);
+        // q, k, v, o, gate, up, down per layer and the output head, at the type's bytes per 32 weights
         const auto& d = x.hparams().dims;
         const std::size_t kv = d.head_dim * d.n_head_kv;
         const std::size_t per_layer = 2 * d.n_embd * d.n_embd + 2 * kv * d.n_embd + 3 * d.n_ff * d.n_embd;
-        BOOST_TEST(x.owned_bytes() == (d.n_layer * per_layer + d.n_vocab * d.n_embd) / 32 * 18);
+        BOOST_TEST(x.owned_bytes() == (d.n_layer * per_layer + d.n_vocab * d.n_embd) / 32 * traits_of(type).type_size, tn);
     } else {
         BOOST_TEST(x.owned_bytes() == 0u); // no kernels in this build: nothing repacked
     }
@@ -401,8 +404,9 @@ BOOST_AUTO_TEST_CASE(q4_0_repacked_model_gives_the_same_logits) {
         for (std::size_t step : {0, 1, 5}) {
             const auto a = feed(x, t, step, 512, threads), b = feed(r, t, step, 512, threads);
             BOOST_TEST((a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0),
-                       "threads " << threads << " step " << step);
+                       tn << " threads " << threads << " step " << step);
         }
+    }
 }
 
 // ---- F16 (half) KV cache: the same properties, and half the bytes ----

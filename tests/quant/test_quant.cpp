@@ -451,34 +451,36 @@ BOOST_AUTO_TEST_CASE(matmul_batch_quantised_single_token) {
     }
 }
 
-// The Q4_0 x16 layout (16-row interleaved groups, made at load time): the repack is
-// a permutation of the bytes (unpack restores the file's rows), and every product on
-// it is bitwise the row layout's: single tokens (rows16_x16), batches (the engine's
-// panels packed from x16), fused single-token products, any thread count. Widths:
-// one block, an odd block count (the zero block), a partial 128-element group, long
-// rows; heights: one group, an odd number of groups (the engine's 32-row groups end
-// with a 16-row panel), several.
-BOOST_AUTO_TEST_CASE(q4_0_x16_layout_matches_row_layout) {
+// The x16 layouts of Q4_0 and Q8_0 (16-row interleaved groups, made at load time):
+// the repack is a permutation of the bytes (Q8_0's also xors them with 0x80; unpack
+// restores the file's rows), and every product on it is bitwise the row layout's:
+// single tokens (rows16_x16), batches (the engine's panels packed from x16), fused
+// single-token products, any thread count. Widths: one block, an odd block count
+// (the zero block), a partial 128-element group, long rows; heights: one group, an
+// odd number of groups (the engine's 32-row groups end with a 16-row panel), several.
+BOOST_AUTO_TEST_CASE(x16_layouts_match_row_layout) {
     namespace x16 = archetype::quant::x16;
-    if constexpr (!k::has_q4_0_x16) { // a build without the kernels says so (loaders never repack there)
-        std::vector<std::uint8_t> w(16 * 18);
+    using archetype::quant::weight_layout;
+    for (ggml_type t : {ggml_type::Q4_0, ggml_type::Q8_0}) {
+    const weight_layout L = k::x16_layout_for(t);
+    const std::string tn = name(t);
+    if constexpr (!k::has_x16) { // a build without the kernels says so (loaders never repack there)
+        std::vector<std::uint8_t> w(16 * 34);
         std::vector<float> x(32), y(16);
-        BOOST_CHECK_THROW(k::matmul({ggml_type::Q4_0, w.data(), 16, 32, archetype::quant::weight_layout::q4_0_x16},
-                                    x.data(), 32, 1, y.data(), 16),
-                          archetype::argument_error);
-        return;
+        BOOST_CHECK_THROW(k::matmul({t, w.data(), 16, 32, L}, x.data(), 32, 1, y.data(), 16), archetype::argument_error);
+        continue;
     }
     archetype::thread_pool p2(2), p3(3);
     for (std::size_t cols : {32, 96, 608, 2048})
     for (std::size_t rows : {16, 48, 64}) {
-        const auto w = random_rows(ggml_type::Q4_0, rows, cols, unsigned(cols + rows));
+        const auto w = random_rows(t, rows, cols, unsigned(cols + rows));
         std::vector<std::uint8_t> packed(w.size()), back(w.size());
-        x16::repack_q4_0(w.data(), rows, cols, packed.data());
-        x16::unpack_q4_0(packed.data(), rows, cols, back.data());
-        BOOST_TEST((back == w), "unpack(repack(w)) != w, " << rows << " x " << cols);
-        BOOST_TEST((packed != w), "repack left " << rows << " x " << cols << " unchanged");
-        const k::weight_view Wr{ggml_type::Q4_0, w.data(), rows, cols};
-        const k::weight_view Wx{ggml_type::Q4_0, packed.data(), rows, cols, archetype::quant::weight_layout::q4_0_x16};
+        x16::repack(L, w.data(), rows, cols, packed.data());
+        x16::unpack(L, packed.data(), rows, cols, back.data());
+        BOOST_TEST((back == w), tn << " unpack(repack(w)) != w, " << rows << " x " << cols);
+        BOOST_TEST((packed != w), tn << " repack left " << rows << " x " << cols << " unchanged");
+        const k::weight_view Wr{t, w.data(), rows, cols};
+        const k::weight_view Wx{t, packed.data(), rows, cols, L};
         for (std::size_t n_tok : {1, 2, 7, 13}) {
             const std::size_t ldx = cols + 5, ldy = rows + 3;
             const auto x = gaussian(n_tok * ldx, unsigned(n_tok * 7 + cols));
@@ -487,13 +489,13 @@ BOOST_AUTO_TEST_CASE(q4_0_x16_layout_matches_row_layout) {
             for (archetype::thread_pool* pool : {static_cast<archetype::thread_pool*>(nullptr), &p2, &p3}) {
                 std::vector<float> yx(n_tok * ldy, 0.f);
                 k::matmul(Wx, x.data(), ldx, n_tok, yx.data(), ldy, pool);
-                BOOST_TEST(bits_equal(yr, yx), rows << " x " << cols << " n_tok " << n_tok << " threads "
-                                                     << (pool ? pool->size() : 1));
+                BOOST_TEST(bits_equal(yr, yx), tn << " " << rows << " x " << cols << " n_tok " << n_tok << " threads "
+                                                  << (pool ? pool->size() : 1));
             }
 #if defined(ARCHETYPE_QUANT_VNNI)
             // and both against llama.cpp's numerics, scalar (the row layout's own check)
-            const auto refq = ggml_numerics_matmul(ggml_type::Q4_0, w, rows, cols, x, ldx, n_tok, ldy);
-            BOOST_TEST(nmse(yr.data(), refq.data(), yr.size()) < 1e-12, rows << " x " << cols << " n_tok " << n_tok);
+            const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, ldx, n_tok, ldy);
+            BOOST_TEST(nmse(yr.data(), refq.data(), yr.size()) < 1e-12, tn << " " << rows << " x " << cols << " n_tok " << n_tok);
 #endif
         }
     }
@@ -502,25 +504,26 @@ BOOST_AUTO_TEST_CASE(q4_0_x16_layout_matches_row_layout) {
     std::vector<std::vector<std::uint8_t>> w, packed;
     std::vector<k::weight_view> Wr, Wx;
     for (std::size_t i = 0; i < 3; ++i) {
-        w.push_back(random_rows(ggml_type::Q4_0, rows[i], cols, unsigned(40 + i)));
+        w.push_back(random_rows(t, rows[i], cols, unsigned(40 + i)));
         packed.emplace_back(w[i].size());
-        x16::repack_q4_0(w[i].data(), rows[i], cols, packed[i].data());
+        x16::repack(L, w[i].data(), rows[i], cols, packed[i].data());
     }
     for (std::size_t i = 0; i < 3; ++i) {
-        Wr.push_back({ggml_type::Q4_0, w[i].data(), rows[i], cols});
-        Wx.push_back({ggml_type::Q4_0, packed[i].data(), rows[i], cols, archetype::quant::weight_layout::q4_0_x16});
+        Wr.push_back({t, w[i].data(), rows[i], cols});
+        Wx.push_back({t, packed[i].data(), rows[i], cols, L});
     }
     const auto x = gaussian(cols, 12);
     for (archetype::thread_pool* pool : {static_cast<archetype::thread_pool*>(nullptr), &p2, &p3}) {
-        check_fused_single_token({&Wx[0], &Wx[1], &Wx[2]}, {&Wr[0], &Wr[1], &Wr[2]}, x, pool, "x16");
-        check_fused_single_token({&Wx[0], &Wr[1], &Wx[2]}, {&Wr[0], &Wr[1], &Wr[2]}, x, pool, "mixed layouts");
+        check_fused_single_token({&Wx[0], &Wx[1], &Wx[2]}, {&Wr[0], &Wr[1], &Wr[2]}, x, pool, tn + " x16");
+        check_fused_single_token({&Wx[0], &Wr[1], &Wx[2]}, {&Wr[0], &Wr[1], &Wr[2]}, x, pool, tn + " mixed layouts");
+    }
     }
 }
 
-BOOST_AUTO_TEST_CASE(q4_0_x16_layout_errors_name_the_matrix) {
-    std::vector<std::uint8_t> w(48 * 18 * 4);
+BOOST_AUTO_TEST_CASE(x16_layout_errors_name_the_matrix) {
+    using archetype::quant::weight_layout;
+    std::vector<std::uint8_t> w(48 * 34 * 4);
     std::vector<float> x(128), y(48);
-    const auto L = archetype::quant::weight_layout::q4_0_x16;
     auto message = [&](const k::weight_view& W) {
         try {
             k::matmul(W, x.data(), 128, 1, y.data(), 48, nullptr);
@@ -529,9 +532,17 @@ BOOST_AUTO_TEST_CASE(q4_0_x16_layout_errors_name_the_matrix) {
         }
         return std::string("no exception");
     };
-    // 17 rows: not whole groups; Q8_0: no such layout
-    BOOST_TEST(message({ggml_type::Q4_0, w.data(), 17, 128, L}).find("17 x 128") != std::string::npos);
-    BOOST_TEST(message({ggml_type::Q8_0, w.data(), 16, 64, L}).find("Q8_0") != std::string::npos);
+    // 17 rows: not whole groups; a type other than the layout's
+    for (weight_layout L : {weight_layout::q4_0_x16, weight_layout::q8_0_x16}) {
+        const ggml_type own = L == weight_layout::q4_0_x16 ? ggml_type::Q4_0 : ggml_type::Q8_0;
+        const std::string m17 = message({own, w.data(), 17, 128, L});
+        BOOST_TEST(m17.find("17 x 128") != std::string::npos, m17);
+        const std::string mt = message({ggml_type::Q4_1, w.data(), 16, 64, L});
+        BOOST_TEST(mt.find("Q4_1") != std::string::npos, mt);
+        BOOST_TEST(mt.find(L == weight_layout::q4_0_x16 ? "q4_0_x16" : "q8_0_x16") != std::string::npos, mt);
+    }
+    const std::string crossed = message({ggml_type::Q8_0, w.data(), 16, 64, weight_layout::q4_0_x16});
+    BOOST_TEST(crossed.find("Q8_0") != std::string::npos, crossed);
     BOOST_TEST(!archetype::quant::x16::fits(17, 128));
     BOOST_TEST(!archetype::quant::x16::fits(16, 48));
     BOOST_TEST(archetype::quant::x16::fits(32, 64));

@@ -13,9 +13,9 @@
 //   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K
 //                    quant/vnni.hpp (activations quantised to int8 once per call,
 //                    vpdpbusd on the blocks), else quant/generic.hpp
-//   Q4_0, layout q4_0_x16 (16-row interleaved, quant/interleaved.hpp; made by the
-//                    decoder loader): quant/vnni.hpp's x16 kernels; bitwise the
-//                    row layout's results
+//   Q4_0 / Q8_0, layout q4_0_x16 / q8_0_x16 (16-row interleaved,
+//                    quant/interleaved.hpp; made by the decoder loader):
+//                    quant/vnni.hpp's x16 kernels; bitwise the row layout's results
 // Work is split by output rows, so results do not depend on the thread count.
 #include <cstddef>
 #include <cstdint>
@@ -40,8 +40,9 @@ struct weight_view {
     const void* data = nullptr;
     std::size_t rows = 0; // output features (ne[1])
     std::size_t cols = 0; // input features (ne[0]), a multiple of the type's block size
-    /// Order of the blocks in memory: the file's rows, or (Q4_0) 16-row interleaved
-    /// groups of the same total size (quant/interleaved.hpp), which only matmul reads.
+    /// Order of the blocks in memory: the file's rows, or (Q4_0, Q8_0) 16-row
+    /// interleaved groups of the same total size (quant/interleaved.hpp), which only
+    /// matmul reads.
     quant::weight_layout layout = quant::weight_layout::rows;
     /// bytes of one stored row (of the row layout; the x16 layout has the same total)
     std::size_t row_bytes() const noexcept {
@@ -54,23 +55,35 @@ struct weight_view {
     }
 };
 
-/// Whether this build has kernels for the Q4_0 x16 layout (AVX-512 VNNI, VBMI, GFNI);
-/// loaders repack only then.
+/// Whether this build has kernels for the x16 layouts (Q4_0, Q8_0; AVX-512 VNNI,
+/// VBMI, GFNI); loaders repack only then.
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
-inline constexpr bool has_q4_0_x16 = true;
+inline constexpr bool has_x16 = true;
 #else
-inline constexpr bool has_q4_0_x16 = false;
+inline constexpr bool has_x16 = false;
 #endif
 
+/// The x16 layout a matrix of this type can take (rows when it has none).
+inline constexpr quant::weight_layout x16_layout_for(ggml_type t) noexcept {
+    return t == ggml_type::Q4_0   ? quant::weight_layout::q4_0_x16
+           : t == ggml_type::Q8_0 ? quant::weight_layout::q8_0_x16
+                                  : quant::weight_layout::rows;
+}
+
 namespace detail {
+inline const char* layout_name(quant::weight_layout L) noexcept {
+    return L == quant::weight_layout::q4_0_x16 ? "q4_0_x16" : L == quant::weight_layout::q8_0_x16 ? "q8_0_x16" : "rows";
+}
 inline void check_matmul_weight(const weight_view& W) {
-    if (W.layout == quant::weight_layout::q4_0_x16) {
-        if (W.type != ggml_type::Q4_0 || !quant::x16::fits(W.rows, W.cols))
-            throw argument_error("matmul: the q4_0_x16 layout needs a Q4_0 matrix with rows a multiple of 16, got " +
-                                 std::string(type_name(W.type)) + " " + std::to_string(W.rows) + " x " +
-                                 std::to_string(W.cols));
-        if (!has_q4_0_x16)
-            throw argument_error("matmul: this build has no kernel for the q4_0_x16 layout (AVX-512 VNNI, VBMI and GFNI)");
+    if (W.layout != quant::weight_layout::rows) {
+        if (x16_layout_for(W.type) != W.layout || !quant::x16::fits(W.rows, W.cols))
+            throw argument_error(std::string("matmul: the ") + layout_name(W.layout) + " layout needs a " +
+                                 (W.layout == quant::weight_layout::q8_0_x16 ? "Q8_0" : "Q4_0") +
+                                 " matrix with rows a multiple of 16, got " + std::string(type_name(W.type)) + " " +
+                                 std::to_string(W.rows) + " x " + std::to_string(W.cols));
+        if (!has_x16)
+            throw argument_error(std::string("matmul: this build has no kernel for the ") + layout_name(W.layout) +
+                                 " layout (AVX-512 VNNI, VBMI and GFNI)");
         return;
     }
     if (!quant::is_supported(W.type))
@@ -108,8 +121,8 @@ inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::s
 #endif
     default:
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
-        if (W.layout == quant::weight_layout::q4_0_x16) {
-            quant::vnni::matmul_q4_0_x16(W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
+        if (W.layout != quant::weight_layout::rows) {
+            quant::vnni::matmul_x16(W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
             return;
         }
 #endif
@@ -155,8 +168,8 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
             same_x = same_x && tasks[i].x == tasks[0].x && tasks[i].W->cols == tasks[0].W->cols;
             parts[i] = {static_cast<const std::uint8_t*>(tasks[i].W->data), tasks[i].W->rows, tasks[i].y};
         }
-        if (same_x && tasks[0].W->layout == quant::weight_layout::q4_0_x16) {
-            quant::vnni::gemv_many_x16(parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool);
+        if (same_x && tasks[0].W->layout != quant::weight_layout::rows) {
+            quant::vnni::gemv_many_x16(tasks[0].W->layout, parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool);
             return;
         }
         if (same_x && quant::vnni::gemv_many(tasks[0].W->type, parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool))

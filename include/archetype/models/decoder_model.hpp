@@ -58,13 +58,14 @@ concept DecoderType = detail::is_decoder_v<T>;
 struct decoder_options {
     /// Override of the architecture's RoPE base (0 = file / compiled policy).
     float rope_freq_base = 0.f;
-    /// Q4_0 projection matrices (rows % 16 == 0) are reordered at load into the x16
-    /// layout (kernels/quant/interleaved.hpp), which the decode kernel reads 1.4-1.55x
-    /// faster from cache (the same from DRAM): same size, owned by the model, the file's pages of those
+    /// Q4_0 and Q8_0 projection matrices (rows % 16 == 0) are reordered at load into
+    /// their x16 layouts (kernels/quant/interleaved.hpp), which the decode kernel reads
+    /// with no shuffle and no second pass (Q4_0 1.4-1.55x faster from cache, Q8_0
+    /// see docs/weights.md): same size, owned by the model, the file's pages of those
     /// tensors released; outputs bitwise unchanged. false: every weight stays a
     /// zero-copy view of the file. Only where the build has the x16 kernels
-    /// (kernels::has_q4_0_x16); embeddings (row lookups) always stay views.
-    bool repack_q4_0 = true;
+    /// (kernels::has_x16); embeddings (row lookups) always stay views.
+    bool repack = true;
 };
 
 /// Everything the run time needs, resolved from file + compiled structure.
@@ -116,7 +117,7 @@ public:
     const float* relative_bias(std::size_t il) const noexcept {
         return rel_bias_[rel_bias_.size() == 1 ? 0 : il].data();
     }
-    /// Bytes of the weights the model holds itself (repacked Q4_0 matrices; 0 when
+    /// Bytes of the weights the model holds itself (repacked Q4_0 / Q8_0 matrices; 0 when
     /// every weight is a view of the file).
     std::size_t owned_bytes() const noexcept { return owned_bytes_; }
     std::size_t n_vocab() const noexcept { return hp_.dims.n_vocab; }
@@ -153,8 +154,8 @@ public:
         s += describe_line("qk norm", layers_v_.empty() || !layers_v_[0].attn.q_norm ? "no" : "per-head RMSNorm");
         s += describe_line("output", d.tied_output ? "tied to token_embd" : "output.weight");
         if (owned_bytes_)
-            s += describe_line("repacked", std::to_string(owned_.size()) + " Q4_0 matrices (" + std::to_string(owned_bytes_) +
-                                               " bytes) in the 16-row interleaved layout");
+            s += describe_line("repacked", std::to_string(owned_.size()) + " Q4_0 / Q8_0 matrices (" +
+                                               std::to_string(owned_bytes_) + " bytes) in the 16-row interleaved layouts");
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
         const auto f = D::figures(d, hp_.n_ctx_train);
         s += describe_line("params", std::to_string(f.parameters));
@@ -208,19 +209,20 @@ private:
             throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32");
         return reinterpret_cast<const float*>(t.data);
     }
-    /// A projection matrix: a view of the file, or (Q4_0, repack_q4_0) the x16 copy.
+    /// A projection matrix: a view of the file, or (Q4_0 / Q8_0, repack) the x16 copy.
     kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) {
         auto w = lookup_matrix(name, cols, rows);
-        if (kernels::has_q4_0_x16 && repack_q4_0_ && w.type == ggml_type::Q4_0 && quant::x16::fits(rows, cols)) {
+        const auto L = kernels::x16_layout_for(w.type);
+        if (kernels::has_x16 && repack_ && L != quant::weight_layout::rows && quant::x16::fits(rows, cols)) {
             const std::size_t n = rows * w.row_bytes();
             std::shared_ptr<std::uint8_t> buf(static_cast<std::uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64)),
                                               [](std::uint8_t* p) { std::free(p); });
             if (!buf) throw std::bad_alloc();
             const auto* src = static_cast<const std::uint8_t*>(w.data);
-            quant::x16::repack_q4_0(src, rows, cols, buf.get());
+            quant::x16::repack(L, src, rows, cols, buf.get());
             file_->release_pages(static_cast<const std::byte*>(w.data), n);
             w.data = buf.get();
-            w.layout = quant::weight_layout::q4_0_x16;
+            w.layout = L;
             owned_.push_back(std::move(buf));
             owned_bytes_ += n;
         }
@@ -273,7 +275,7 @@ private:
     }
 
     void init(const decoder_options& opt) {
-        repack_q4_0_ = opt.repack_q4_0;
+        repack_ = opt.repack;
         static_assert(std::is_same_v<typename D::base_norm, RMSNorm>,
                       "archetype: llama, mellum and gemma3 files use RMSNorm: use RMSNorm (the default)");
         const auto h = arch::read_llama_hparams(*file_);
@@ -527,7 +529,7 @@ private:
     decoder_hparams hp_;
     std::vector<layer> layers_v_;
     kernels::weight_view tok_embd_{}, output_{}, pos_embd_{};
-    bool repack_q4_0_ = true;
+    bool repack_ = true;
     std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
     std::size_t owned_bytes_ = 0;
     std::vector<std::vector<float>> rel_bias_; // RelativeBias: per layer (or one shared) [bucket][head]

@@ -39,6 +39,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/lanes512.hpp"
 
 namespace archetype::quant::vnni::gemv {
@@ -575,40 +576,51 @@ inline void split(const std::uint8_t* q, std::size_t n_valid, std::size_t n_grou
     else split_halves(q, n_valid, n_groups, geometry<F>::zero, out);
 }
 
-// ---------------------------------------------------------------- Q4_0, x16 layout
-/// 16 rows of Q4_0 stored in the x16 layout (kernels/quant/interleaved.hpp): G is
-/// the group's first byte, n_blocks its blocks per row; xq the token's int8 quants
-/// (act_layout order, plain), dx and aux per 32-block (aux = -8 * sum(xq) of the
-/// block, act_layout's word). Returns lane r = row r's output.
+// ---------------------------------------------------------------- Q4_0 and Q8_0, x16 layouts
+/// 16 rows of Q4_0 or Q8_0 stored in an x16 layout (kernels/quant/interleaved.hpp):
+/// G is the group's first byte, n_blocks its blocks per row; xq the token's int8
+/// quants (act_layout order, plain), dx and aux per 32-block (aux = -z * sum(xq) of
+/// the block, z = 8 for Q4_0, 128 for Q8_0: act_layout's word). Returns lane r =
+/// row r's output.
 ///
 /// Lane r of each 64-byte quant vector already is row r, so one vpdpbusd against
 /// four broadcast activation bytes advances all 16 rows, with no gather, no
-/// transpose and no second pass (rows16 needs all three for the row layout): 1.4-1.55x
-/// rows16's speed per core from L2/L3 (bench_quant: 36-41 vs 25-26 GB/s, 1024 x 4096);
-/// from DRAM both keep up with the bus.
+/// transpose and no second pass (rows16 needs all three for the row layout). Q4_0:
+/// 1.4-1.55x rows16's speed per core from L2/L3 (bench_quant: 36-41 vs 25-26 GB/s,
+/// 1024 x 4096); from DRAM both keep up with the bus. Q8_0's bytes are stored as
+/// u = q + 128, which vpdpbusd takes as they are.
 /// The float step per block is rows16's, blocks in order,
-///     acc = fma(float(idot), s * dx, acc)        (idot includes -8 * sum(xq)),
+///     acc = fma(float(idot), s * dx, acc)        (idot includes -z * sum(xq)),
 /// and an odd block count folds the zero block rows16 and the batch engine fold
 /// (fma(0, 0, acc): only the sign of a zero can change), so every output is
 /// bitwise what the row layout gives.
+template <weight_layout L>
 inline __m512 rows16_x16(const std::uint8_t* G, std::size_t n_blocks, const std::uint8_t* xq, const float* dx,
                          const std::uint8_t* aux) noexcept {
+    static_assert(L == weight_layout::q4_0_x16 || L == weight_layout::q8_0_x16);
+    constexpr std::size_t gbb = x16::of(L).group_block_bytes(), sb = x16::scales_bytes;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc = _mm512_setzero_ps();
     const std::uint8_t* p = G;
     // No software prefetch: a group is one contiguous stream, which the hardware
-    // prefetchers follow (distances 1-16 KiB, T0 and T1, measured flat from DRAM).
-    for (std::size_t b = 0; b < n_blocks; ++b, p += 288) {
+    // prefetchers follow (Q4_0: distances 1-16 KiB, T0 and T1, measured flat from DRAM).
+    for (std::size_t b = 0; b < n_blocks; ++b, p += gbb) {
         std::int32_t z, xb[8];
         std::memcpy(&z, aux + 4 * b, 4);
         std::memcpy(xb, xq + 32 * b, 32);
-        // two chains (low and high nibbles) for the two vpdpbusd ports; integer sums
-        // are exact, so how they are split changes nothing
+        // two chains for the two vpdpbusd ports (Q4_0: the low and the high nibbles;
+        // Q8_0: elements 0-15 and 16-31); integer sums are exact, so how they are
+        // split changes nothing
         __m512i i0 = _mm512_set1_epi32(z), i1 = _mm512_setzero_si512();
         for (int t = 0; t < 4; ++t) {
-            const __m512i v = _mm512_loadu_si512(p + 32 + 64 * t);
-            i0 = _mm512_dpbusd_epi32(i0, _mm512_and_si512(v, m4), _mm512_set1_epi32(xb[t]));
-            i1 = _mm512_dpbusd_epi32(i1, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_set1_epi32(xb[4 + t]));
+            const __m512i v = _mm512_loadu_si512(p + sb + 64 * t);
+            if constexpr (L == weight_layout::q4_0_x16) {
+                i0 = _mm512_dpbusd_epi32(i0, _mm512_and_si512(v, m4), _mm512_set1_epi32(xb[t]));
+                i1 = _mm512_dpbusd_epi32(i1, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_set1_epi32(xb[4 + t]));
+            } else {
+                i0 = _mm512_dpbusd_epi32(i0, v, _mm512_set1_epi32(xb[t]));
+                i1 = _mm512_dpbusd_epi32(i1, _mm512_loadu_si512(p + sb + 64 * (4 + t)), _mm512_set1_epi32(xb[4 + t]));
+            }
         }
         const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_mul_ps(s, _mm512_set1_ps(dx[b])), acc);

@@ -450,20 +450,29 @@ inline void pack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_t
         }
 }
 
-/// pack_group's result for rows [r0, r0 + 32) of a Q4_0 matrix in the x16 layout
-/// (kernels/quant/interleaved.hpp; rows % 16 == 0): the two 16-row panels are two
-/// x16 groups, whose 64-byte quant vectors already hold 4 bytes per row and lane,
-/// so each k-group vector is one and (low nibbles) or shift and and (high nibbles)
-/// away: no decode into row order, no transpose. A last group of 16 rows packs
-/// its panel twice (the second panel's outputs are never stored). Same bytes and
-/// scales as pack_group<dec_q4_0> on the row layout.
+/// The x16 layout of D's blocks (D = dec_q4_0 or dec_q8_0).
+template <class D>
+inline constexpr quant::weight_layout x16_layout_of =
+    std::is_same_v<D, dec_q8_0> ? quant::weight_layout::q8_0_x16 : quant::weight_layout::q4_0_x16;
+
+/// pack_group's result for rows [r0, r0 + 32) of a Q4_0 or Q8_0 matrix in its x16
+/// layout (kernels/quant/interleaved.hpp; rows % 16 == 0): the two 16-row panels
+/// are two x16 groups, whose 64-byte quant vectors already hold 4 bytes per row and
+/// lane, so each k-group vector is one and (Q4_0 low nibbles), shift and and (high
+/// nibbles) or plain copy (Q8_0, stored as q + 128 = pack_group's u) away: no
+/// decode into row order, no transpose. A last group of 16 rows packs its panel
+/// twice (the second panel's outputs are never stored). Same bytes and scales as
+/// pack_group<D> on the row layout, except in the zero block after an odd count
+/// (u = 0 here, Q8_0's pack_group has 128 there), which multiplies activations of 0.
+template <class D>
 inline void pack_group_x16(const std::uint8_t* W, std::size_t rows, std::size_t r0, std::size_t n_blocks,
                            std::size_t n_slices, std::uint8_t* out) noexcept {
-    using P = packed_layout<dec_q4_0>;
+    using P = packed_layout<D>;
+    constexpr auto& X = quant::x16::of(x16_layout_of<D>);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (std::size_t panel = 0; panel < 2; ++panel) {
         const std::size_t g = std::min(r0 + 16 * panel, rows - 16) / 16;
-        const std::uint8_t* G = W + g * quant::x16::group_bytes(n_blocks);
+        const std::uint8_t* G = W + g * X.group_bytes(n_blocks);
         for (std::size_t p = 0; p < n_slices; ++p) {
             std::uint8_t* ps = out + p * P::slice_bytes;
             for (std::size_t h = 0; h < 2; ++h) {
@@ -475,13 +484,18 @@ inline void pack_group_x16(const std::uint8_t* W, std::size_t rows, std::size_t 
                     _mm512_store_ps(so, _mm512_setzero_ps());
                     continue;
                 }
-                const std::uint8_t* blk = G + b * quant::x16::group_block_bytes;
-                for (std::size_t o2 = 0; o2 < quant::x16::group_block_bytes; o2 += 64)
+                const std::uint8_t* blk = G + b * X.group_block_bytes();
+                for (std::size_t o2 = 0; o2 < X.group_block_bytes(); o2 += 64)
                     _mm_prefetch(reinterpret_cast<const char*>(blk) + prefetch_distance + o2, _MM_HINT_T0);
-                for (int t = 0; t < 4; ++t) {
-                    const __m512i v = _mm512_loadu_si512(blk + quant::x16::scales_bytes + 64 * t);
-                    _mm512_store_si512(o + 64 * t, _mm512_and_si512(v, m4));                             // elements 4t..
-                    _mm512_store_si512(o + 64 * (4 + t), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)); // 16 + 4t..
+                if constexpr (std::is_same_v<D, dec_q8_0>) {
+                    for (int t = 0; t < 8; ++t)
+                        _mm512_store_si512(o + 64 * t, _mm512_loadu_si512(blk + quant::x16::scales_bytes + 64 * t));
+                } else {
+                    for (int t = 0; t < 4; ++t) {
+                        const __m512i v = _mm512_loadu_si512(blk + quant::x16::scales_bytes + 64 * t);
+                        _mm512_store_si512(o + 64 * t, _mm512_and_si512(v, m4));                             // elements 4t..
+                        _mm512_store_si512(o + 64 * (4 + t), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)); // 16 + 4t..
+                    }
                 }
                 _mm512_store_ps(so, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk))));
             }
@@ -785,20 +799,21 @@ inline bool gemv_many(const gemv_part* parts, std::size_t n, std::size_t cols, c
     }
 }
 
-/// Single-token products of n Q4_0 matrices in the x16 layout (rows % 16 == 0),
-/// cols wide, over one x: gemv_legacy's dispatch (16-row groups of all matrices in
-/// order, contiguous ranges per thread) on gemv::rows16_x16. A group is one
-/// contiguous range of memory, read front to back.
+/// Single-token products of n Q4_0 or Q8_0 matrices (D) in their x16 layout
+/// (rows % 16 == 0), cols wide, over one x: gemv_legacy's dispatch (16-row groups
+/// of all matrices in order, contiguous ranges per thread) on gemv::rows16_x16. A
+/// group is one contiguous range of memory, read front to back.
+template <class D>
 inline void gemv_many_x16(const gemv_part* parts, std::size_t n, std::size_t cols, const float* x, thread_pool* pool) {
-    using D = dec_q4_0;
     using P = packed_layout<D>;
+    constexpr auto L = x16_layout_of<D>;
     const std::size_t n_blocks = cols / 32;
-    const act_layout L = make_act_layout((cols + 63) / 64, P::sub);
+    const act_layout AL = make_act_layout((cols + 63) / 64, P::sub);
     static thread_local byte_scratch act_buf;
-    std::uint8_t* act = act_buf.get(L.stride);
-    quantize_token(x, cols, L, sub_traits<D>::act, P::sub, P::zero, act);
-    const auto* dx = reinterpret_cast<const float*>(act + L.dx_off());
-    const std::uint8_t* aux = act + L.aux_off();
+    std::uint8_t* act = act_buf.get(AL.stride);
+    quantize_token(x, cols, AL, sub_traits<D>::act, P::sub, P::zero, act);
+    const auto* dx = reinterpret_cast<const float*>(act + AL.dx_off());
+    const std::uint8_t* aux = act + AL.aux_off();
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) total += parts[i].rows / 16;
     auto dec = [&](std::size_t gb, std::size_t ge) {
@@ -806,19 +821,19 @@ inline void gemv_many_x16(const gemv_part* parts, std::size_t n, std::size_t col
         for (std::size_t g = gb; g < ge; ++g) {
             while (g - first >= parts[i].rows / 16) first += parts[i++].rows / 16;
             const std::size_t k = g - first;
-            _mm512_storeu_ps(parts[i].y + 16 * k,
-                             gemv::rows16_x16(parts[i].W + k * quant::x16::group_bytes(n_blocks), n_blocks, act, dx, aux));
+            _mm512_storeu_ps(parts[i].y + 16 * k, gemv::rows16_x16<L>(parts[i].W + k * quant::x16::of(L).group_bytes(n_blocks),
+                                                                      n_blocks, act, dx, aux));
         }
     };
     if (pool) pool->parallel_for(total, dec); else dec(0, total);
 }
 #endif
 
-/// X16: W is Q4_0 in the x16 layout (D = dec_q4_0).
+/// X16: W is in D's x16 layout (D = dec_q4_0 or dec_q8_0).
 template <class D, bool X16 = false>
 inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
                 std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
-    static_assert(!X16 || std::is_same_v<D, dec_q4_0>);
+    static_assert(!X16 || std::is_same_v<D, dec_q4_0> || std::is_same_v<D, dec_q8_0>);
     using P = packed_layout<D>;
     const std::size_t block = is_k<D> ? 256 : 32;
     const std::size_t n_blocks = cols / block;
@@ -828,7 +843,7 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
     if (n_tok == 1) { // the single-token kernel (rows16), where it serves this type and width
         const gemv_part part{W, rows, y};
         if constexpr (X16) {
-            gemv_many_x16(&part, 1, cols, x, pool);
+            gemv_many_x16<D>(&part, 1, cols, x, pool);
             return;
         } else if (gemv_many<D>(&part, 1, cols, x, pool)) return;
     }
@@ -855,7 +870,7 @@ inline void run(const std::uint8_t* W, std::size_t rows, std::size_t cols, const
         std::uint8_t* pk = pk_buf.get(n_slices * P::slice_bytes);
         for (std::size_t g = gb; g < ge; ++g) {
             const std::size_t r0 = g * group_rows, nr = std::min(group_rows, rows - r0);
-            if constexpr (X16) pack_group_x16(W, rows, r0, n_blocks, n_slices, pk);
+            if constexpr (X16) pack_group_x16<D>(W, rows, r0, n_blocks, n_slices, pk);
             else pack_group<D>(W, row_bytes, rows, r0, n_blocks, n_slices, tmp, pk);
             const std::uint8_t* a[tile_toks];
             std::size_t t = 0;
@@ -895,16 +910,20 @@ inline bool gemv_many(ggml_type type, const detail::gemv_part* parts, std::size_
 #endif
 
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
-/// The x16 layout's fused single-token products (detail::gemv_many_x16).
-inline void gemv_many_x16(const detail::gemv_part* parts, std::size_t n, std::size_t cols, const float* x,
-                          thread_pool* pool) {
-    detail::gemv_many_x16(parts, n, cols, x, pool);
+/// The x16 layouts' fused single-token products (detail::gemv_many_x16) of n
+/// matrices in layout L.
+inline void gemv_many_x16(weight_layout L, const detail::gemv_part* parts, std::size_t n, std::size_t cols,
+                          const float* x, thread_pool* pool) {
+    if (L == weight_layout::q8_0_x16) detail::gemv_many_x16<detail::dec_q8_0>(parts, n, cols, x, pool);
+    else detail::gemv_many_x16<detail::dec_q4_0>(parts, n, cols, x, pool);
 }
-/// Quantised matmul of a Q4_0 matrix in the x16 layout (rows % 16 == 0): bitwise
-/// what matmul gives on the row layout, for any n_tok.
-inline void matmul_q4_0_x16(const void* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
-                            std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
-    detail::run<detail::dec_q4_0, true>(static_cast<const std::uint8_t*>(W), rows, cols, x, ldx, n_tok, y, ldy, pool);
+/// Quantised matmul of a matrix in an x16 layout L (Q4_0 or Q8_0, rows % 16 == 0):
+/// bitwise what matmul gives on the row layout, for any n_tok.
+inline void matmul_x16(weight_layout L, const void* W, std::size_t rows, std::size_t cols, const float* x,
+                       std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+    const auto* w = static_cast<const std::uint8_t*>(W);
+    if (L == weight_layout::q8_0_x16) detail::run<detail::dec_q8_0, true>(w, rows, cols, x, ldx, n_tok, y, ldy, pool);
+    else detail::run<detail::dec_q4_0, true>(w, rows, cols, x, ldx, n_tok, y, ldy, pool);
 }
 #endif
 
