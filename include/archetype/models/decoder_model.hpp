@@ -29,6 +29,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/core/half.hpp"
+#include "archetype/core/weight_buffer.hpp"
 #include "archetype/io/arch/llama.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/kernels/convert.hpp"
@@ -215,9 +216,7 @@ private:
         const auto L = kernels::x16_layout_for(w.type);
         if (kernels::has_x16 && repack_ && L != quant::weight_layout::rows && quant::x16::fits(rows, cols)) {
             const std::size_t n = rows * w.row_bytes();
-            std::shared_ptr<std::uint8_t> buf(static_cast<std::uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64)),
-                                              [](std::uint8_t* p) { std::free(p); });
-            if (!buf) throw std::bad_alloc();
+            std::shared_ptr<std::uint8_t> buf = allocate_weight_buffer(n);
             const auto* src = static_cast<const std::uint8_t*>(w.data);
             quant::x16::repack(L, src, rows, cols, buf.get());
             file_->release_pages(static_cast<const std::byte*>(w.data), n);
