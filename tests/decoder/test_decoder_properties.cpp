@@ -368,14 +368,18 @@ BOOST_AUTO_TEST_CASE(tied_output_uses_the_token_embedding) {
 // A Q4_0 or Q8_0 model loads its projections into the x16 layouts
 // (decoder_options::repack): the same logits bit for bit as the file's row layout
 // in every feeding mode and thread count, every projection matrix owned once
-// (exactly its bytes), embeddings left as views of the file.
+// (exactly its bytes). An untied embedding stays a view of the file; a tied one
+// (also the output head) is repacked, and its rows are read back from the x16
+// copy for the embedding lookups.
 BOOST_AUTO_TEST_CASE(repacked_model_gives_the_same_logits) {
+    for (bool tied : {false, true}) {
     auto sp = llama_spec();
     sp.n_ff = 96; // a multiple of 32, so ffn_down is quantised too
-    temp_model f(sp, "x16_src");
+    sp.tied = tied;
+    temp_model f(sp, tied ? "x16_tied" : "x16_src");
     for (ggml_type type : {ggml_type::Q4_0, ggml_type::Q8_0}) {
-    const std::string tn(type_name(type));
-    const std::string q = f.path + "." + tn + ".gguf";
+    const std::string tn = std::string(type_name(type)) + (tied ? " tied" : "");
+    const std::string q = f.path + "." + std::string(type_name(type)) + ".gguf";
     gguf::quantize_file(f.path, q, type);
     struct remove_at_exit { std::string p; ~remove_at_exit() { std::remove(p.c_str()); } } cleanup{q};
     using M = Decoder<GQA<4, 2>, RoPE>;
@@ -384,14 +388,16 @@ BOOST_AUTO_TEST_CASE(repacked_model_gives_the_same_logits) {
     BOOST_TEST(r.owned_bytes() == 0u);
     const auto& L0 = x.layer_at(0);
     const auto layout = kernels::x16_layout_for(type);
-    BOOST_TEST((x.token_embd().layout == quant::weight_layout::rows));
+    BOOST_TEST((r.token_embd().layout == quant::weight_layout::rows));
     BOOST_TEST((r.layer_at(0).attn.wq.layout == quant::weight_layout::rows));
     if constexpr (kernels::has_x16) {
+        BOOST_TEST((x.token_embd().layout == (tied ? layout : quant::weight_layout::rows)), tn);
         BOOST_TEST((L0.attn.wq.type == type));
         BOOST_TEST((L0.attn.wq.layout == layout), tn);
         BOOST_TEST((L0.ffn.down.layout == layout), tn);
         BOOST_TEST((x.output().layout == layout), tn);
-        // q, k, v, o, gate, up, down per layer and the output head, at the type's bytes per 32 weights
+        // q, k, v, o, gate, up, down per layer and the output head (tied: the embedding,
+        // once), at the type's bytes per 32 weights
         const auto& d = x.hparams().dims;
         const std::size_t kv = d.head_dim * d.n_head_kv;
         const std::size_t per_layer = 2 * d.n_embd * d.n_embd + 2 * kv * d.n_embd + 3 * d.n_ff * d.n_embd;
@@ -406,6 +412,7 @@ BOOST_AUTO_TEST_CASE(repacked_model_gives_the_same_logits) {
             BOOST_TEST((a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0),
                        tn << " threads " << threads << " step " << step);
         }
+    }
     }
 }
 

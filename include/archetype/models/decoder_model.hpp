@@ -65,7 +65,8 @@ struct decoder_options {
     /// see docs/weights.md): same size, owned by the model, the file's pages of those
     /// tensors released; outputs bitwise unchanged. false: every weight stays a
     /// zero-copy view of the file. Only where the build has the x16 kernels
-    /// (kernels::has_x16); embeddings (row lookups) always stay views.
+    /// (kernels::has_x16). An untied token embedding (row lookups only) stays a view;
+    /// a tied one is also the output head, and is repacked with it.
     bool repack = true;
 };
 
@@ -400,11 +401,15 @@ private:
 
         // tensors
         const std::size_t E = h.n_embd, qw = h.n_head * h.head_dim, kw = h.n_head_kv * h.head_dim, hd = h.head_dim;
-        tok_embd_ = lookup_matrix("token_embd.weight", E, h.n_vocab);
         output_norm_ = {vector_f32("output_norm.weight", E), nullptr, h.rms_eps};
         if (file_->find_tensor("output.weight")) {
+            tok_embd_ = lookup_matrix("token_embd.weight", E, h.n_vocab);
             output_ = matrix("output.weight", E, h.n_vocab);
         } else {
+            // Tied: the one matrix is the output head, read whole every step, and the
+            // embedding, one row per token: it takes the x16 layout like any projection
+            // (embedding rows are gathered back from it, see embedding_row).
+            tok_embd_ = matrix("token_embd.weight", E, h.n_vocab);
             output_ = tok_embd_;
             d.tied_output = true;
         }

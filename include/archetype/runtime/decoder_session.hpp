@@ -69,6 +69,17 @@ namespace detail {
 /// Row `row` of an embedding matrix of any storage type, as floats.
 inline void embedding_row(const kernels::weight_view& w, std::size_t row, float* out) {
     const std::size_t n = w.cols;
+    if (w.layout != quant::weight_layout::rows) {
+        // a tied embedding in an x16 layout (the output head's): the row's blocks are
+        // gathered back into the file's bytes, then dequantised as any row
+        const std::size_t bb = quant::x16::of(w.layout).block_bytes, n_blocks = n / 32;
+        static thread_local std::vector<std::uint8_t> blocks;
+        blocks.resize(n_blocks * bb);
+        for (std::size_t b = 0; b < n_blocks; ++b)
+            quant::x16::block_of(w.layout, static_cast<const std::uint8_t*>(w.data), n, row, b, blocks.data() + b * bb);
+        quant::dequantize_row(w.type, blocks.data(), out, n);
+        return;
+    }
     switch (w.type) {
     case ggml_type::F32: std::memcpy(out, w.row(row), n * sizeof(float)); return;
     case ggml_type::F16: kernels::f16_to_f32(reinterpret_cast<const std::uint16_t*>(w.row(row)), out, n); return;
