@@ -206,8 +206,8 @@ inline void rowdot_cols(const float* A, std::size_t lda, const TB* B, std::size_
     // alternating passes, medians: 1536 x 576 34.6 -> 39.9 GB/s, 576 x 576 31.6 ->
     // 37.4, 576 x 1536 39.0 -> 42.5). F16 rows (half the bytes per step) still
     // gain from it (1536 x 576: 42.8 with, 34.3 without), so they keep it.
-    const bool gemv = MA == 1, f32 = std::is_same_v<TB, float>;
-    const bool stream = gemv ? !f32 : (std::min(je, N) - jb) * K * sizeof(TB) >= (std::size_t(1) << 18);
+    const bool stream = MA == 1 ? !std::is_same_v<TB, float>
+                                : (std::min(je, N) - jb) * K * sizeof(TB) >= (std::size_t(1) << 18);
     row_prefetcher<TB> pf(B, ldb, K, jb, stream ? std::min(je, N) : jb);
     for (std::size_t j0 = jb; j0 < je; j0 += NB) {
         const TB* bp[NB];

@@ -71,18 +71,15 @@ inline constexpr quant::weight_layout x16_layout_for(ggml_type t) noexcept {
 }
 
 namespace detail {
-inline const char* layout_name(quant::weight_layout L) noexcept {
-    return L == quant::weight_layout::q4_0_x16 ? "q4_0_x16" : L == quant::weight_layout::q8_0_x16 ? "q8_0_x16" : "rows";
-}
 inline void check_matmul_weight(const weight_view& W) {
     if (W.layout != quant::weight_layout::rows) {
+        const auto& G = quant::x16::of(W.layout);
         if (x16_layout_for(W.type) != W.layout || !quant::x16::fits(W.rows, W.cols))
-            throw argument_error(std::string("matmul: the ") + layout_name(W.layout) + " layout needs a " +
-                                 (W.layout == quant::weight_layout::q8_0_x16 ? "Q8_0" : "Q4_0") +
+            throw argument_error(std::string("matmul: the ") + G.name + " layout needs a " + G.type_name +
                                  " matrix with rows a multiple of 16, got " + std::string(type_name(W.type)) + " " +
                                  std::to_string(W.rows) + " x " + std::to_string(W.cols));
         if (!has_x16)
-            throw argument_error(std::string("matmul: this build has no kernel for the ") + layout_name(W.layout) +
+            throw argument_error(std::string("matmul: this build has no kernel for the ") + G.name +
                                  " layout (AVX-512 VNNI, VBMI and GFNI)");
         return;
     }

@@ -47,20 +47,30 @@ namespace x16 {
 inline constexpr std::size_t group_rows = 16;
 inline constexpr std::size_t scales_bytes = 32;
 
-/// Geometry of one x16 layout: the file's block size, the quant bytes of a block,
-/// the 64-byte quant vectors per group block, and the byte stored per quant byte
-/// (xor mask).
+/// Geometry of one x16 layout: the file's block size, the 64-byte quant vectors per
+/// group block (4 quant bytes per row each), the xor mask applied to every stored
+/// quant byte, and the names errors use.
 struct geometry {
-    std::size_t block_bytes, quant_bytes, vectors;
+    std::size_t block_bytes, vectors;
     std::uint8_t flip;
+    const char *name, *type_name;
     constexpr std::size_t group_block_bytes() const noexcept { return group_rows * block_bytes; }
     /// Bytes of one 16-row group of a matrix with n_blocks blocks per row.
     constexpr std::size_t group_bytes(std::size_t n_blocks) const noexcept { return n_blocks * group_block_bytes(); }
 };
-inline constexpr geometry q4_0{18, 16, 4, 0x00};
-inline constexpr geometry q8_0{34, 32, 8, 0x80};
+inline constexpr geometry q4_0{18, 4, 0x00, "q4_0_x16", "Q4_0"};
+inline constexpr geometry q8_0{34, 8, 0x80, "q8_0_x16", "Q8_0"};
 /// The geometry of an interleaved layout (L != rows).
 inline constexpr const geometry& of(weight_layout L) noexcept { return L == weight_layout::q8_0_x16 ? q8_0 : q4_0; }
+
+/// Copies one 4-byte quant word, xor-ing each byte with `flip` (an involution: the
+/// same call stores a word into the layout and takes it back out).
+inline void move_word(std::uint8_t* dst, const std::uint8_t* src, std::uint8_t flip) noexcept {
+    std::uint32_t v;
+    std::memcpy(&v, src, 4);
+    v ^= 0x01010101u * flip;
+    std::memcpy(dst, &v, 4);
+}
 
 /// Whether a rows x cols matrix of a 32-block type can take an x16 layout.
 inline constexpr bool fits(std::size_t rows, std::size_t cols) noexcept {
@@ -73,7 +83,6 @@ inline void repack(weight_layout L, const std::uint8_t* src, std::size_t rows, s
                    std::uint8_t* dst) noexcept {
     const geometry& G = of(L);
     const std::size_t n_blocks = cols / 32, row_bytes = n_blocks * G.block_bytes;
-    const std::uint32_t flip = 0x01010101u * G.flip;
     for (std::size_t g = 0; g < rows / group_rows; ++g) {
         const std::uint8_t* s = src + g * group_rows * row_bytes;
         std::uint8_t* d = dst + g * G.group_bytes(n_blocks);
@@ -81,12 +90,7 @@ inline void repack(weight_layout L, const std::uint8_t* src, std::size_t rows, s
             for (std::size_t r = 0; r < group_rows; ++r) {
                 const std::uint8_t* blk = s + r * row_bytes + b * G.block_bytes;
                 std::memcpy(d + 2 * r, blk, 2);
-                for (std::size_t t = 0; t < G.vectors; ++t) {
-                    std::uint32_t v;
-                    std::memcpy(&v, blk + 2 + 4 * t, 4);
-                    v ^= flip;
-                    std::memcpy(d + scales_bytes + 64 * t + 4 * r, &v, 4);
-                }
+                for (std::size_t t = 0; t < G.vectors; ++t) move_word(d + scales_bytes + 64 * t + 4 * r, blk + 2 + 4 * t, G.flip);
             }
     }
 }
@@ -97,14 +101,8 @@ inline void block_of(weight_layout L, const std::uint8_t* x16_data, std::size_t 
     const geometry& G = of(L);
     const std::size_t n_blocks = cols / 32, rr = r % group_rows;
     const std::uint8_t* p = x16_data + (r / group_rows) * G.group_bytes(n_blocks) + b * G.group_block_bytes();
-    const std::uint32_t flip = 0x01010101u * G.flip;
     std::memcpy(out, p + 2 * rr, 2);
-    for (std::size_t t = 0; t < G.vectors; ++t) {
-        std::uint32_t v;
-        std::memcpy(&v, p + scales_bytes + 64 * t + 4 * rr, 4);
-        v ^= flip;
-        std::memcpy(out + 2 + 4 * t, &v, 4);
-    }
+    for (std::size_t t = 0; t < G.vectors; ++t) move_word(out + 2 + 4 * t, p + scales_bytes + 64 * t + 4 * rr, G.flip);
 }
 
 /// x16 -> row-major blocks (the inverse of repack; tools and tests).
