@@ -8,7 +8,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/io/gguf.hpp"
 #include "commands.hpp"
-#include "decoder_dispatch.hpp"
+#include "decoder_jobs.hpp"
 
 namespace archetype::tools {
 
@@ -26,13 +26,7 @@ int cmd_describe(int argc, char** argv) {
     }
     if (path.empty()) throw argument_error("--model FILE is required");
     auto file = gguf::file::open(path);
-    if (is_decoder_arch(file.architecture()))
-        return with_decoder(std::move(file), [](const auto& m) {
-            std::fputs(m.describe().c_str(), stdout);
-            return 0;
-        });
-    throw argument_error("'" + path + "': architecture '" + std::string(file.architecture()) +
-                         "' is not one describe knows (llama, mellum)");
+    return run_registered_decoder(std::move(file), decoder_job{});
 }
 
 } // namespace archetype::tools

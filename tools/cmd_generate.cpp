@@ -30,11 +30,11 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/io/gguf.hpp"
-#include "archetype/runtime/decoder_session.hpp"
+#include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/sampling.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
-#include "decoder_dispatch.hpp"
+#include "decoder_jobs.hpp"
 
 namespace archetype::tools {
 
@@ -99,9 +99,6 @@ std::int32_t special_id(const tokenizer::tokenizer& tok, std::string_view text) 
     return ids.size() == 1 ? ids[0] : -1;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 } // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -141,9 +138,9 @@ int cmd_generate(int argc, char** argv) {
     std::fprintf(stderr, "archetype generate: loading %s ...", a.model.c_str());
     std::fflush(stderr);
     auto file = gguf::file::open(a.model);
-    if (!is_decoder_arch(file.architecture()))
+    if (!is_registered_decoder(file))
         throw argument_error("architecture '" + std::string(file.architecture()) +
-                             "' is not a decoder generate knows (llama, mellum, gemma3)");
+                             "' is not a registered decoder (archetype describe --model FILE names the known ones)");
     const auto tok = tokenizer::load_tokenizer(file);
     chat_style style = chat_style::chatml;
     const std::string text = a.chat ? apply_chat_template(file, a.prompt, a.system, style) : a.prompt;
@@ -156,43 +153,19 @@ int cmd_generate(int argc, char** argv) {
         if (eot >= 0) stop.push_back(eot);
     }
 
-    return with_decoder(std::move(file), [&](const auto& model) {
-        const std::size_t V = model.n_vocab();
-        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = prompt.size() + a.n + 1, .kv_type = a.kv});
-        std::fprintf(stderr, " %zu layers, %zu-token vocabulary, %.2f s\n", model.hparams().dims.n_layer, V,
-                     seconds_since(t_load));
-        std::fprintf(stderr, "prompt: %zu tokens\n", prompt.size());
-        std::vector<float> logits(V);
-        sampler smp(a.sp);
-        for (const auto t : prompt) smp.accept(t);
-
-        const auto t_prompt = std::chrono::steady_clock::now();
-        sess.prefill(0, prompt, logits.data(), logits_rows::last);
-        const double prompt_s = seconds_since(t_prompt);
-
-        const auto t_gen = std::chrono::steady_clock::now();
-        std::size_t produced = 0, decoded = 0;
-        const int seq = 0;
-        while (produced < a.n) {
-            const std::int32_t t = smp.sample(logits);
-            ++produced;
-            if (std::find(stop.begin(), stop.end(), t) != stop.end()) break;
-            const std::string piece = tok->token_to_piece(t);
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-            if (produced == a.n) break;
-            sess.decode(std::span<const int>(&seq, 1), std::span<const std::int32_t>(&t, 1), logits.data());
-            ++decoded;
-        }
-        const double gen_s = seconds_since(t_gen);
-        std::fputc('\n', stdout);
-        std::fflush(stdout);
-        std::fprintf(stderr, "prompt:     %zu tokens in %.3f s = %.1f tokens/s\n", prompt.size(), prompt_s,
-                     double(prompt.size()) / std::max(prompt_s, 1e-9));
-        std::fprintf(stderr, "generation: %zu tokens in %.3f s = %.1f tokens/s (%zu decode steps, %zu threads)\n",
-                     produced, gen_s, double(produced) / std::max(gen_s, 1e-9), decoded, a.threads);
-        return 0;
-    });
+    decoder_generate_job j;
+    j.tok = tok.get();
+    j.prompt = std::move(prompt);
+    j.stop = std::move(stop);
+    j.n = a.n;
+    j.threads = a.threads;
+    j.kv = a.kv;
+    j.sp = a.sp;
+    j.t_load = t_load;
+    decoder_job job;
+    job.what = decoder_job::kind::generate;
+    job.generate = &j;
+    return run_registered_decoder(std::move(file), job);
 }
 
 } // namespace archetype::tools

@@ -24,7 +24,7 @@
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
 #include "commands.hpp"
-#include "decoder_dispatch.hpp"
+#include "decoder_jobs.hpp"
 
 namespace archetype::tools {
 
@@ -67,21 +67,20 @@ std::size_t step_of(const logits_args& a, std::size_t n) {
     }
 }
 
-// ---- family: decoders (GGUF llama, mellum) ---------------------------------
+// ---- family: decoders (every registered architecture, tools/arch/) -------------
 int logits_decoder(gguf::file file, const logits_args& a) {
-    return with_decoder(std::move(file), [&](const auto& model) {
-        const std::size_t n = a.tokens.size(), V = model.n_vocab();
-        auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(n, 1), .kv_type = a.kv});
-        std::vector<float> logits(n * V);
-        const std::size_t step = step_of(a, n);
-        for (std::size_t b = 0; b < n; b += step) {
-            const std::size_t c = std::min(step, n - b);
-            sess.prefill(0, std::span<const std::int32_t>(a.tokens.data() + b, c), logits.data() + b * V);
-        }
-        write_f32_file(a.out, logits.data(), logits.size());
-        return 0;
-    });
+    decoder_logits_job j;
+    j.tokens = a.tokens;
+    j.step = step_of(a, a.tokens.size());
+    j.threads = a.threads;
+    j.kv = a.kv;
+    j.out = a.out;
+    decoder_job job;
+    job.what = decoder_job::kind::logits;
+    job.logits = &j;
+    return run_registered_decoder(std::move(file), job);
 }
+
 // ---- family: RWKV-5/6 (GGUF rwkv6, rwkv.cpp .bin) ---------------------------
 /// The RWKV structures compiled into the program: every dimension from the file.
 template <class Arch>
@@ -157,11 +156,8 @@ int cmd_logits(int argc, char** argv) {
 
     if (is_rwkv_bin(a.model)) return logits_rwkv_bin(a);
     auto file = gguf::file::open(a.model);
-    if (is_decoder_arch(file.architecture())) return logits_decoder(std::move(file), a);
     if (file.architecture() == "rwkv6") return logits_rwkv_as<Rwkv6<dynamic, dynamic>>(a);
-    // further families: add a branch here
-    throw argument_error("'" + a.model + "': architecture '" + std::string(file.architecture()) +
-                         "' has no logits branch (llama, mellum, rwkv6, rwkv.cpp .bin)");
+    return logits_decoder(std::move(file), a); // every registered decoder; names the known ones otherwise
 }
 
 } // namespace archetype::tools

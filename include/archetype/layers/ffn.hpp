@@ -66,21 +66,13 @@ inline constexpr bool is_moe_v = false;
 template <dim_t E, dim_t K, class F>
 inline constexpr bool is_moe_v<MoE<E, K, F>> = true;
 
-template <class FFN>
-inline void gelu_of(float* x, std::size_t n) noexcept {
-    if constexpr (FFN::form == gelu_form::erf)
-        kernels::gelu_erf(x, n);
-    else
-        kernels::gelu_tanh(x, n);
-}
-
 inline void add_bias(float* y, std::size_t ld, std::size_t n_tok, const float* b, std::size_t n) noexcept {
     if (!b) return;
     for (std::size_t t = 0; t < n_tok; ++t)
         for (std::size_t i = 0; i < n; ++i) y[t * ld + i] += b[i];
 }
 
-/// Dense block; FFN is SwiGLU, GeGLU or GeluMLP (any of their With<...> forms).
+/// Dense block; FFN is any dense policy with an ffn_impl (SwiGLU, GeGLU, GeluMLP, a user's).
 template <class FFN>
 void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_t n_tok, float* y,
                std::size_t ldy, ffn_workspace& ws, thread_pool* pool) {
@@ -98,15 +90,10 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
     if constexpr (FFN::gated) {
         float* g = ws.b.data();
         add_bias(g, n_ff, n_tok, w.gate_bias, n_ff);
-        if constexpr (FFN::name == std::string_view("SwiGLU")) {
-            kernels::silu_mul(g, a, n_tok * n_ff);
-        } else {
-            gelu_of<FFN>(g, n_tok * n_ff);
-            for (std::size_t i = 0; i < n_tok * n_ff; ++i) g[i] *= a[i];
-        }
+        ffn_impl<FFN>::apply(g, a, n_tok * n_ff);
         a = g;
     } else {
-        gelu_of<FFN>(a, n_tok * n_ff);
+        ffn_impl<FFN>::apply(a, n_tok * n_ff);
     }
     kernels::matmul(w.down, a, n_ff, n_tok, y, ldy, pool);
     add_bias(y, ldy, n_tok, w.down_bias, w.n_embd());

@@ -18,14 +18,7 @@ struct norm_weights {
 template <class Norm>
 void apply_norm(const norm_weights& nw, const float* x, std::size_t ld_x, float* y, std::size_t ld_y,
                 std::size_t rows, std::size_t n) noexcept {
-    for (std::size_t r = 0; r < rows; ++r) {
-        if constexpr (std::is_same_v<Norm, RMSNorm>)
-            kernels::rms_norm(x + r * ld_x, nw.w, y + r * ld_y, n, nw.eps);
-        else if constexpr (std::is_same_v<Norm, LayerNorm>)
-            kernels::layer_norm(x + r * ld_x, nw.w, nw.b, y + r * ld_y, n, nw.eps);
-        else
-            static_assert(sizeof(Norm) == 0, "archetype: apply_norm supports RMSNorm and LayerNorm");
-    }
+    for (std::size_t r = 0; r < rows; ++r) norm_impl<Norm>::apply(x + r * ld_x, nw.w, nw.b, y + r * ld_y, n, nw.eps);
 }
 
 } // namespace archetype::layers

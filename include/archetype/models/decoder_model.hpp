@@ -1,17 +1,18 @@
 #pragma once
-// Loading a Decoder<...> from a GGUF file of llama.cpp's `llama`, `mellum` or
-// `gemma3` architecture. The file's hyperparameters are checked against the compiled
+// Loading a Decoder<...> from a llama.cpp transformer GGUF of any architecture
+// whose tensors follow llama.cpp's names (llama, mellum, gemma3, qwen2, ...). The file's hyperparameters are checked against the compiled
 // structure (a static dimension or window that disagrees is a shape_error naming
 // both values); where the file is silent the compiled policy decides. Weights
 // are views into the file's mapping (no copy). `output.weight` absent -> the
 // output head is the token embedding (tied).
 //
-// Positions: the compiled policy decides, whatever the file's architecture uses
-// (llama/mellum/gemma3 files are RoPE models): RoPE and NoPE, ALiBi and
-// Sinusoidal (nothing read from the file), LearnedPositions<N>
-// (`position_embd.weight`, [n_embd, positions]), RelativeBias<B>
-// (`blk.N.attn_rel_b.weight`, [n_head, B] per layer, or layer 0's for all);
-// see layers/positions.hpp and docs/decoder.md.
+// Each policy binds its own tensors and reads its own keys (its *_impl
+// specialisation, policies/impl.hpp): the loader below only walks the layers and
+// hands each policy a binder. What the file's architecture implies beyond its keys
+// (RoPE pairing, window pattern defaults, ...) is its gguf_conventions, from the
+// architecture registry (models/architectures.hpp) or the caller. Every tensor of
+// the file must be bound by some policy: a file with a tensor the compiled
+// structure does not use is a shape_error naming it (no silently dropped bias).
 //
 //   using Mistral = Decoder<GQA<32, 8>, RoPE, SlidingWindow<4096>, RollingCache>;
 //   auto model = archetype::load_model<Mistral>("mistral.gguf");
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <optional>
@@ -30,6 +32,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/core/weight_buffer.hpp"
+#include "archetype/io/arch/conventions.hpp"
 #include "archetype/io/arch/llama.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/kernels/convert.hpp"
@@ -38,7 +41,9 @@
 #include "archetype/layers/ffn.hpp"
 #include "archetype/layers/norm.hpp"
 #include "archetype/layers/rope.hpp"
+#include "archetype/models/architectures.hpp"
 #include "archetype/models/decoder.hpp"
+#include "archetype/policies/impl.hpp"
 
 namespace archetype {
 
@@ -68,6 +73,9 @@ struct decoder_options {
     /// (kernels::has_x16). An untied token embedding (row lookups only) stays a view;
     /// a tied one is also the output head, and is repacked with it.
     bool repack = true;
+    /// What the file's architecture implies beyond its keys; null = the conventions of the
+    /// file's general.architecture in the library's registry (llama's when unregistered).
+    const arch::gguf_conventions* conventions = nullptr;
 };
 
 /// Everything the run time needs, resolved from file + compiled structure.
@@ -80,16 +88,9 @@ struct decoder_hparams {
     bool rotary = true;
     layers::rope_params rope;
     layers::rope_params rope_swa; // windowed layers (differs from rope in its base for gemma3)
-    float embd_scale = 1.f;       // ScaledEmbedding: sqrt(n_embd)
     float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
-    /// Position scheme other than RoPE (layers/positions.hpp): none (RoPE, NoPE),
-    /// additive attention biases (ALiBi, T5 relative buckets) or absolute vectors
-    /// added to the embeddings (sinusoidal, learned).
-    enum class positions { none, alibi, relative, sinusoidal, learned } pos_kind = positions::none;
-    std::size_t n_pos = 0;         // LearnedPositions: rows of position_embd.weight (positions 0 .. n_pos-1)
-    std::size_t rel_buckets = 0;   // RelativeBias: buckets of attn_rel_b
 };
 
 template <DecoderType D>
@@ -98,11 +99,13 @@ public:
     using model_type = D;
     using ffn_policy = typename D::ffn;
     using norm_policy = typename D::norm;
+    using position_weights = typename position_impl<typename D::position>::weights;
+    using embedding_weights = typename embedding_impl<typename D::embedding>::weights;
 
     struct layer {
         layers::norm_weights attn_norm, ffn_norm;
         layers::norm_weights attn_post_norm, ffn_post_norm; // PrePostNorm only
-        layers::attention_weights attn;
+        typename mixer_impl<typename D::mixer>::weights attn;
         layers::ffn_weights_t<ffn_policy> ffn;
     };
 
@@ -113,12 +116,10 @@ public:
     const kernels::weight_view& token_embd() const noexcept { return tok_embd_; }
     const kernels::weight_view& output() const noexcept { return output_; }
     const layers::norm_weights& output_norm() const noexcept { return output_norm_; }
-    /// LearnedPositions: position_embd.weight, one row (n_embd) per position.
-    const kernels::weight_view& position_embd() const noexcept { return pos_embd_; }
-    /// RelativeBias: layer il's table [bucket][head] (layer 0's when the file has one table, as T5).
-    const float* relative_bias(std::size_t il) const noexcept {
-        return rel_bias_[rel_bias_.size() == 1 ? 0 : il].data();
-    }
+    /// What the position policy bound from the file (position_impl<P>::weights).
+    const position_weights& positions() const noexcept { return pos_w_; }
+    /// What the embedding policy read (embedding_impl<E>::weights).
+    const embedding_weights& embedding() const noexcept { return emb_w_; }
     /// Bytes of the weights the model holds itself (repacked Q4_0 / Q8_0 matrices; 0 when
     /// every weight is a view of the file).
     std::size_t owned_bytes() const noexcept { return owned_bytes_; }
@@ -192,28 +193,88 @@ private:
             throw shape_error(heads::describe() + " but the file has " + key + " = " + std::to_string(file));
     }
 
-    const gguf::tensor_info& tensor(const std::string& name, std::vector<std::uint64_t> ne) const {
-        const auto& t = file_->tensor(name);
-        std::size_t nd = t.ne.size();
-        while (nd > ne.size() && t.ne[nd - 1] == 1) --nd;
-        bool ok = nd == ne.size();
-        for (std::size_t i = 0; ok && i < nd; ++i) ok = t.ne[i] == ne[i];
-        if (!ok) {
-            gguf::tensor_info want;
-            want.ne = ne;
-            throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected " + want.shape_string());
+public:
+    /// What a policy's bind() hook is given: the file, its keys, the hyperparameters
+    /// resolved so far, and tensor lookups that check shape and type and record the
+    /// tensor as used.
+    class binder {
+    public:
+        binder(decoder_model& m, const arch::llama_hparams& keys, const arch::gguf_conventions& conv,
+               const decoder_options& opt)
+            : m_(m), keys_(keys), conv_(conv), opt_(opt), prefix_(keys.arch + ".") {}
+        const gguf::file& file() const noexcept { return *m_.file_; }
+        const arch::llama_hparams& keys() const noexcept { return keys_; }
+        const arch::gguf_conventions& conventions() const noexcept { return conv_; }
+        const decoder_options& options() const noexcept { return opt_; }
+        /// "{arch}." — the prefix of the file's architecture keys.
+        const std::string& prefix() const noexcept { return prefix_; }
+        decoder_hparams& hparams() noexcept { return m_.hp_; }
+
+        /// A tensor of exactly this shape (ggml order; trailing 1s ignored), any type.
+        const gguf::tensor_info& tensor(const std::string& name, std::vector<std::uint64_t> ne) {
+            const auto& t = file().tensor(name);
+            std::size_t nd = t.ne.size();
+            while (nd > ne.size() && t.ne[nd - 1] == 1) --nd;
+            bool ok = nd == ne.size();
+            for (std::size_t i = 0; ok && i < nd; ++i) ok = t.ne[i] == ne[i];
+            if (!ok) {
+                gguf::tensor_info want;
+                want.ne = ne;
+                throw shape_error("tensor '" + name + "' has shape " + t.shape_string() + ", expected " + want.shape_string());
+            }
+            m_.bound_.push_back(&t);
+            return t;
         }
-        return t;
-    }
-    const float* vector_f32(const std::string& name, std::size_t n) const {
-        const auto& t = tensor(name, {n});
-        if (t.type != ggml_type::F32)
-            throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32");
-        return reinterpret_cast<const float*>(t.data);
-    }
-    /// A projection matrix: a view of the file, or (Q4_0 / Q8_0, repack) the x16 copy.
-    kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) {
-        auto w = lookup_matrix(name, cols, rows);
+        /// An F32 vector of n values.
+        const float* vector_f32(const std::string& name, std::size_t n) {
+            const auto& t = tensor(name, {n});
+            if (t.type != ggml_type::F32)
+                throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32");
+            return reinterpret_cast<const float*>(t.data);
+        }
+        /// The same, or null when the file has no such tensor.
+        const float* optional_vector_f32(const std::string& name, std::size_t n) {
+            return file().find_tensor(name) ? vector_f32(name, n) : nullptr;
+        }
+        /// A projection matrix [cols, rows]: a view of the file, or (Q4_0 / Q8_0, repack)
+        /// the x16 copy.
+        kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) {
+            return m_.repacked(lookup_matrix(name, cols, rows));
+        }
+        /// A matrix read by rows (embeddings): always the file's view.
+        kernels::weight_view lookup_matrix(const std::string& name, std::size_t cols, std::size_t rows) {
+            const auto& t = tensor(name, {cols, rows});
+            m_.check_storage(t);
+            return gguf::as_weight(t);
+        }
+        /// Expert e of a stacked expert tensor [cols, rows, n_expert].
+        kernels::weight_view expert(const std::string& name, std::size_t cols, std::size_t rows, std::size_t n_exp,
+                                    std::size_t e) {
+            const auto& t = tensor(name, {cols, rows, n_exp});
+            m_.check_storage(t);
+            kernels::weight_view w;
+            w.type = t.type;
+            w.cols = cols;
+            w.rows = rows;
+            w.data = t.data + e * rows * w.row_bytes();
+            return w;
+        }
+        /// Marks a tensor as used without reading it (a 1-expert router: its softmax is 1).
+        void ignore(const std::string& name) {
+            if (const auto* t = file().find_tensor(name)) m_.bound_.push_back(t);
+        }
+
+    private:
+        decoder_model& m_;
+        const arch::llama_hparams& keys_;
+        const arch::gguf_conventions& conv_;
+        const decoder_options& opt_;
+        std::string prefix_;
+    };
+
+private:
+    kernels::weight_view repacked(kernels::weight_view w) {
+        const std::size_t rows = w.rows, cols = w.cols;
         const auto L = kernels::x16_layout_for(w.type);
         if (kernels::has_x16 && repack_ && L != quant::weight_layout::rows && quant::x16::fits(rows, cols)) {
             const std::size_t n = rows * w.row_bytes();
@@ -228,12 +289,6 @@ private:
         }
         return w;
     }
-    /// A matrix read by rows (embeddings): always the file's view.
-    kernels::weight_view lookup_matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
-        const auto& t = tensor(name, {cols, rows});
-        check_storage(t);
-        return gguf::as_weight(t);
-    }
     void check_storage(const gguf::tensor_info& t) const {
         using S = typename D::storage;
         if constexpr (S::fixed)
@@ -245,55 +300,34 @@ private:
             throw shape_error("tensor '" + t.name + "' of type " + std::string(type_name(t.type)) + " has " +
                               std::to_string(t.ne[0]) + " columns, not a multiple of its block size");
     }
-    /// Expert e of a stacked expert tensor [cols, rows, n_expert].
-    kernels::weight_view expert(const std::string& name, std::size_t cols, std::size_t rows, std::size_t n_exp,
-                                std::size_t e) const {
-        const auto& t = tensor(name, {cols, rows, n_exp});
-        check_storage(t);
-        kernels::weight_view w;
-        w.type = t.type;
-        w.cols = cols;
-        w.rows = rows;
-        w.data = t.data + e * rows * w.row_bytes();
-        return w;
-    }
 
-    layers::ffn_weights dense_ffn(const std::string& b, std::size_t n_embd, std::size_t n_ff) {
+    layers::ffn_weights dense_ffn(binder& b, const std::string& blk, std::size_t n_embd, std::size_t n_ff) {
+        if constexpr (requires { ffn_impl<ffn_policy>::bind(b, blk, n_embd, n_ff); }) {
+            return ffn_impl<ffn_policy>::bind(b, blk, n_embd, n_ff); // a policy with its own tensors
+        } else {
+            layers::ffn_weights w;
+            if constexpr (ffn_policy::gated) {
+                w.gate = b.matrix(blk + "ffn_gate.weight", n_embd, n_ff);
+                w.gate_bias = b.optional_vector_f32(blk + "ffn_gate.bias", n_ff);
+            }
+            w.up = b.matrix(blk + "ffn_up.weight", n_embd, n_ff);
+            w.up_bias = b.optional_vector_f32(blk + "ffn_up.bias", n_ff);
+            w.down = b.matrix(blk + "ffn_down.weight", n_ff, n_embd);
+            w.down_bias = b.optional_vector_f32(blk + "ffn_down.bias", n_embd);
+            return w;
+        }
+    }
+    static layers::ffn_weights expert_ffn(binder& b, const std::string& blk, std::size_t n_embd, std::size_t n_ff,
+                                          std::size_t n_exp, std::size_t e, bool gated) {
         layers::ffn_weights w;
-        if constexpr (ffn_policy::gated) w.gate = matrix(b + "ffn_gate.weight", n_embd, n_ff);
-        w.up = matrix(b + "ffn_up.weight", n_embd, n_ff);
-        w.down = matrix(b + "ffn_down.weight", n_ff, n_embd);
-        return w;
-    }
-    layers::ffn_weights expert_ffn(const std::string& b, std::size_t n_embd, std::size_t n_ff, std::size_t n_exp,
-                                   std::size_t e, bool gated) const {
-        layers::ffn_weights w;
-        if (gated) w.gate = expert(b + "ffn_gate_exps.weight", n_embd, n_ff, n_exp, e);
-        w.up = expert(b + "ffn_up_exps.weight", n_embd, n_ff, n_exp, e);
-        w.down = expert(b + "ffn_down_exps.weight", n_ff, n_embd, n_exp, e);
+        if (gated) w.gate = b.expert(blk + "ffn_gate_exps.weight", n_embd, n_ff, n_exp, e);
+        w.up = b.expert(blk + "ffn_up_exps.weight", n_embd, n_ff, n_exp, e);
+        w.down = b.expert(blk + "ffn_down_exps.weight", n_ff, n_embd, n_exp, e);
         return w;
     }
 
-    void init(const decoder_options& opt) {
-        repack_ = opt.repack;
-        static_assert(std::is_same_v<typename D::base_norm, RMSNorm>,
-                      "archetype: llama, mellum and gemma3 files use RMSNorm: use RMSNorm (the default)");
-        const auto h = arch::read_llama_hparams(*file_);
-        hp_.arch = h.arch;
-        auto& d = hp_.dims;
-        d.n_layer = h.n_layer;
-        d.n_embd = h.n_embd;
-        d.n_vocab = h.n_vocab;
-        d.n_head = h.n_head;
-        d.n_head_kv = h.n_head_kv;
-        d.head_dim = h.head_dim;
-        hp_.n_ctx_train = h.n_ctx_train;
-        hp_.norm_eps = h.rms_eps;
-        check_dim(D::n_head, h.n_head, h.arch + ".attention.head_count");
-        check_dim(D::n_head_kv, h.n_head_kv, h.arch + ".attention.head_count_kv");
-        check_dim(D::head_dim, h.head_dim, "head dimension");
-
-        // mask / windows
+    /// The mask policy's layer pattern and window against the file's.
+    void read_windows(const arch::llama_hparams& h) {
         hp_.windowed.assign(h.n_layer, false);
         const std::size_t file_w = h.n_swa;
         auto window_of = [&](dim_t compiled, const std::string& what) -> std::size_t {
@@ -343,78 +377,62 @@ private:
                 }
             }
         }
-        d.window = hp_.window;
+        hp_.dims.window = hp_.window;
+    }
+
+    void init(const decoder_options& opt) {
+        repack_ = opt.repack;
+        const arch::gguf_conventions conv =
+            opt.conventions ? *opt.conventions : conventions_of(file_->architecture(), default_architectures{});
+        const auto h = arch::read_llama_hparams(*file_, conv);
+        binder b(*this, h, conv, opt);
+        hp_.arch = h.arch;
+        auto& d = hp_.dims;
+        d.n_layer = h.n_layer;
+        d.n_embd = h.n_embd;
+        d.n_vocab = h.n_vocab;
+        d.n_head = h.n_head;
+        d.n_head_kv = h.n_head_kv;
+        d.head_dim = h.head_dim;
+        hp_.n_ctx_train = h.n_ctx_train;
+        hp_.norm_eps = h.rms_eps;
+        check_dim(D::n_head, h.n_head, h.arch + ".attention.head_count");
+        check_dim(D::n_head_kv, h.n_head_kv, h.arch + ".attention.head_count_kv");
+        check_dim(D::head_dim, h.head_dim, "head dimension");
+        read_windows(h);
 
         // attention
         hp_.attn.n_head = h.n_head;
         hp_.attn.n_head_kv = h.n_head_kv;
         hp_.attn.head_dim = h.head_dim;
         hp_.attn.scale = h.attn_scale != 0.f ? h.attn_scale : 1.f / std::sqrt(float(h.head_dim));
+        hp_.attn.norm_eps = h.rms_eps;
         hp_.logit_softcap = h.final_logit_softcap;
         // the embedding scale is the architecture's, not stored in the file: check the policy agrees
         using Emb = typename D::embedding;
-        if (Emb::scaled != (h.arch == "gemma3"))
+        if (Emb::scaled != conv.scaled_embedding)
             throw shape_error(Emb::describe() + " but '" + h.arch + "' files " +
                               (Emb::scaled ? "use the embedding as stored: use PlainEmbedding"
                                            : "scale the embedding by sqrt(n_embd): use ScaledEmbedding"));
-        if constexpr (Emb::scaled) hp_.embd_scale = std::sqrt(float(h.n_embd));
-        hp_.attn.norm_eps = h.rms_eps;
-
-        // position
+        embedding_impl<Emb>::bind(b, emb_w_);
         hp_.rotary = position::rotary;
-        if constexpr (position::rotary) {
-            auto& r = hp_.rope;
-            r.n_rot = h.n_rot;
-            r.freq_base = h.rope_freq_base;
-            if constexpr (position::base != 0) {
-                if (file_->has(h.arch + ".rope.freq_base") && h.rope_freq_base != float(position::base))
-                    throw shape_error(position::describe() + " but the file has " + h.arch +
-                                      ".rope.freq_base = " + std::to_string(h.rope_freq_base));
-                r.freq_base = float(position::base);
-            }
-            if (opt.rope_freq_base > 0.f) r.freq_base = opt.rope_freq_base;
-            if constexpr (position::pairing == rope_pairing_policy::from_file)
-                r.pairing = h.rope_neox ? kernels::rope_pairing::neox : kernels::rope_pairing::adjacent;
-            else
-                r.pairing = position::pairing == rope_pairing_policy::neox ? kernels::rope_pairing::neox
-                                                                            : kernels::rope_pairing::adjacent;
-            r.freq_scale = h.rope_freq_scale;
-            if constexpr (position::scale_num != position::scale_den)
-                r.freq_scale = float(position::scale_den) / float(position::scale_num);
-            r.ext_factor = h.yarn_ext_factor;
-            r.attn_factor = h.yarn_attn_factor;
-            r.beta_fast = h.yarn_beta_fast;
-            r.beta_slow = h.yarn_beta_slow;
-            r.n_ctx_orig = h.rope_n_ctx_orig;
-            hp_.rope_swa = r;
-            // llama.cpp's override (cparams.rope_freq_base) leaves the windowed layers' own base alone
-            if (h.arch == "gemma3") {
-                hp_.rope_swa.freq_base = h.rope_freq_base_swa;
-                hp_.rope_swa.freq_scale = 1.f;
-            }
-        }
-
-        using K = decoder_hparams::positions;
-        constexpr std::string_view pn = position::name;
-        hp_.pos_kind = pn == "ALiBi" ? K::alibi : pn == "RelativeBias" ? K::relative : pn == "Sinusoidal" ? K::sinusoidal
-                       : pn == "LearnedPositions" ? K::learned : K::none;
+        position_impl<position>::bind(b, pos_w_);
 
         // tensors
-        const std::size_t E = h.n_embd, qw = h.n_head * h.head_dim, kw = h.n_head_kv * h.head_dim, hd = h.head_dim;
-        output_norm_ = {vector_f32("output_norm.weight", E), nullptr, h.rms_eps};
+        const std::size_t E = h.n_embd;
+        const float eps = h.rms_eps;
+        output_norm_ = {b.vector_f32("output_norm.weight", E), b.optional_vector_f32("output_norm.bias", E), eps};
         if (file_->find_tensor("output.weight")) {
-            tok_embd_ = lookup_matrix("token_embd.weight", E, h.n_vocab);
-            output_ = matrix("output.weight", E, h.n_vocab);
+            tok_embd_ = b.lookup_matrix("token_embd.weight", E, h.n_vocab);
+            output_ = b.matrix("output.weight", E, h.n_vocab);
         } else {
             // Tied: the one matrix is the output head, read whole every step, and the
             // embedding, one row per token: it takes the x16 layout like any projection
-            // (embedding rows are gathered back from it, see embedding_row).
-            tok_embd_ = matrix("token_embd.weight", E, h.n_vocab);
+            // (embedding rows are gathered back from it, see kernels::embedding_row).
+            tok_embd_ = b.matrix("token_embd.weight", E, h.n_vocab);
             output_ = tok_embd_;
             d.tied_output = true;
         }
-        if (hp_.pos_kind == K::learned) load_learned_positions(E);
-        if (hp_.pos_kind == K::relative) load_relative_bias(h.n_layer, h.n_head);
         constexpr bool moe = layers::detail::is_moe_v<ffn_policy>;
         const bool file_moe = file_->find_tensor("blk.0.ffn_gate_exps.weight") || file_->find_tensor("blk.0.ffn_up_exps.weight");
         if (file_moe && h.n_expert == 0)
@@ -444,99 +462,60 @@ private:
                                   std::to_string(h.n_expert) + " experts: use MoE<E, K, " + ffn_policy::describe() + ">");
         }
 
-        constexpr qk_norm qkn = D::mixer::qk;
         layers_v_.resize(h.n_layer);
         for (std::size_t il = 0; il < h.n_layer; ++il) {
-            const std::string b = "blk." + std::to_string(il) + ".";
+            const std::string blk = "blk." + std::to_string(il) + ".";
             auto& L = layers_v_[il];
-            L.attn_norm = {vector_f32(b + "attn_norm.weight", E), nullptr, h.rms_eps};
-            L.ffn_norm = {vector_f32(b + "ffn_norm.weight", E), nullptr, h.rms_eps};
+            L.attn_norm = {b.vector_f32(blk + "attn_norm.weight", E), b.optional_vector_f32(blk + "attn_norm.bias", E), eps};
+            L.ffn_norm = {b.vector_f32(blk + "ffn_norm.weight", E), b.optional_vector_f32(blk + "ffn_norm.bias", E), eps};
             if constexpr (D::sandwich_norms) {
-                L.attn_post_norm = {vector_f32(b + "post_attention_norm.weight", E), nullptr, h.rms_eps};
-                L.ffn_post_norm = {vector_f32(b + "post_ffw_norm.weight", E), nullptr, h.rms_eps};
-            } else if (file_->find_tensor(b + "post_attention_norm.weight") || file_->find_tensor(b + "post_ffw_norm.weight")) {
-                throw shape_error(norm_policy::describe() + " but the file has norms after the sublayers (" + b +
+                L.attn_post_norm = {b.vector_f32(blk + "post_attention_norm.weight", E), nullptr, eps};
+                L.ffn_post_norm = {b.vector_f32(blk + "post_ffw_norm.weight", E), nullptr, eps};
+            } else if (file_->find_tensor(blk + "post_attention_norm.weight") || file_->find_tensor(blk + "post_ffw_norm.weight")) {
+                throw shape_error(norm_policy::describe() + " but the file has norms after the sublayers (" + blk +
                                   "post_attention_norm.weight): use PrePostNorm<" + norm_policy::describe() + ">");
             }
-            L.attn.wq = matrix(b + "attn_q.weight", E, qw);
-            L.attn.wk = matrix(b + "attn_k.weight", E, kw);
-            L.attn.wv = matrix(b + "attn_v.weight", E, kw);
-            L.attn.wo = matrix(b + "attn_output.weight", qw, E);
-            const bool has_qn = file_->find_tensor(b + "attn_q_norm.weight") != nullptr;
-            if constexpr (qkn == qk_norm::none) {
-                if (has_qn)
-                    throw shape_error("SelfAttentionWith<qk_norm::none> but the file has " + b + "attn_q_norm.weight");
-            } else {
-                if (has_qn || qkn == qk_norm::rms) {
-                    L.attn.q_norm = vector_f32(b + "attn_q_norm.weight", hd);
-                    L.attn.k_norm = vector_f32(b + "attn_k_norm.weight", hd);
-                }
-            }
+            mixer_impl<typename D::mixer>::bind(b, blk, L.attn);
             if constexpr (moe) {
                 auto& M = L.ffn;
-                M.router = matrix(b + "ffn_gate_inp.weight", E, h.n_expert);
+                M.router = b.matrix(blk + "ffn_gate_inp.weight", E, h.n_expert);
                 M.n_used = h.n_expert_used;
                 M.experts.resize(h.n_expert);
                 for (std::size_t e = 0; e < h.n_expert; ++e)
-                    M.experts[e] = expert_ffn(b, E, n_ff, h.n_expert, e, ffn_policy::expert::gated);
+                    M.experts[e] = expert_ffn(b, blk, E, n_ff, h.n_expert, e, ffn_policy::expert::gated);
+            } else if (file_moe) {
+                b.ignore(blk + "ffn_gate_inp.weight"); // one expert: its routing weight is 1
+                L.ffn = expert_ffn(b, blk, E, n_ff, 1, 0, ffn_policy::gated);
             } else {
-                L.ffn = file_moe ? expert_ffn(b, E, n_ff, 1, 0, ffn_policy::gated) : dense_ffn(b, E, n_ff);
+                L.ffn = dense_ffn(b, blk, E, n_ff);
             }
         }
+        check_all_bound();
     }
 
-    // LearnedPositions<N>: the file's table; its rows are the positions a session may use.
-    void load_learned_positions(std::size_t E) {
-        const auto& t = file_->tensor("position_embd.weight"); // names the tensor when it is missing
-        const std::size_t n = t.ne.size() >= 2 ? std::size_t(t.ne[1]) : 0;
-        if constexpr (position::name == std::string_view("LearnedPositions")) {
-            if (position::max_positions != dynamic && position::max_positions != n)
-                throw shape_error(position::describe() + " but the file's position_embd.weight has " + std::to_string(n) +
-                                  " positions");
-        }
-        if (n == 0) throw shape_error("tensor 'position_embd.weight' has shape " + t.shape_string() + ", expected [" +
-                                      std::to_string(E) + ", positions]");
-        pos_embd_ = lookup_matrix("position_embd.weight", E, n);
-        hp_.n_pos = n;
-    }
-    // RelativeBias<B>: blk.N.attn_rel_b.weight [n_head, B] (ggml order) per layer, or
-    // only layer 0's shared by all layers (T5's files); F32 or F16, kept as float.
-    void load_relative_bias(std::size_t n_layer, std::size_t n_head) {
-        if constexpr (position::name == std::string_view("RelativeBias")) {
-            const std::size_t B = position::buckets;
-            hp_.rel_buckets = B;
-            const bool per_layer = n_layer > 1 && file_->find_tensor("blk.1.attn_rel_b.weight") != nullptr;
-            rel_bias_.resize(per_layer ? n_layer : 1);
-            for (std::size_t il = 0; il < rel_bias_.size(); ++il) {
-                const std::string name = "blk." + std::to_string(il) + ".attn_rel_b.weight";
-                const auto& t = tensor(name, {n_head, B});
-                auto& v = rel_bias_[il];
-                v.resize(n_head * B);
-                if (t.type == ggml_type::F32)
-                    std::memcpy(v.data(), t.data, v.size() * sizeof(float));
-                else if (t.type == ggml_type::F16)
-                    for (std::size_t i = 0; i < v.size(); ++i) {
-                        std::uint16_t hbits;
-                        std::memcpy(&hbits, t.data + 2 * i, 2);
-                        v[i] = fp16_to_fp32(hbits);
-                    }
-                else
-                    throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32 or F16");
-            }
-        } else {
-            (void)n_layer;
-            (void)n_head;
-        }
+    /// Every tensor of the file was bound by some policy: one left over means the
+    /// compiled structure would silently drop part of the model.
+    void check_all_bound() const {
+        std::vector<const gguf::tensor_info*> used = bound_;
+        std::sort(used.begin(), used.end());
+        for (const auto& t : file_->tensors())
+            if (!std::binary_search(used.begin(), used.end(), &t))
+                throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the model would run without it; "
+                                  "compose the policy that "
+                                  "reads it (for example SelfAttention binds attn_q.bias, PrePostNorm binds "
+                                  "post_attention_norm.weight)");
     }
 
     std::optional<gguf::file> file_;
     decoder_hparams hp_;
     std::vector<layer> layers_v_;
-    kernels::weight_view tok_embd_{}, output_{}, pos_embd_{};
+    kernels::weight_view tok_embd_{}, output_{};
+    position_weights pos_w_{};
+    embedding_weights emb_w_{};
     bool repack_ = true;
     std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
     std::size_t owned_bytes_ = 0;
-    std::vector<std::vector<float>> rel_bias_; // RelativeBias: per layer (or one shared) [bucket][head]
+    std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
 };
 
@@ -544,6 +523,21 @@ private:
 template <DecoderType Model>
 decoder_model<Model> load_model(const std::string& path, const decoder_options& opt = {}) {
     return decoder_model<Model>::load(path, opt);
+}
+
+/// Loads a file as registry entry A's structure with A's conventions
+/// (models/registry.hpp), e.g. load_model<presets::qwen2_architecture>("qwen2.gguf").
+template <ArchitectureEntry A>
+    requires DecoderType<typename A::model>
+decoder_model<typename A::model> load_model(gguf::file f, decoder_options opt = {}) {
+    static constexpr arch::gguf_conventions conv = conventions_of<A>();
+    if (!opt.conventions) opt.conventions = &conv;
+    return decoder_model<typename A::model>::load(std::move(f), opt);
+}
+template <ArchitectureEntry A>
+    requires DecoderType<typename A::model>
+decoder_model<typename A::model> load_model(const std::string& path, const decoder_options& opt = {}) {
+    return load_model<A>(gguf::file::open(path), opt);
 }
 
 } // namespace archetype

@@ -2,9 +2,12 @@
 // Embedding axis: what is done to a token's embedding row before the first
 // layer. Gemma multiplies it by sqrt(n_embd) (its embeddings are tied to the
 // output head, so they are stored at the output's scale).
+#include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "archetype/core/policy.hpp"
+#include "archetype/policies/impl.hpp"
 
 namespace archetype {
 
@@ -15,6 +18,13 @@ struct PlainEmbedding {
     static constexpr bool scaled = false;
     static std::string describe() { return "PlainEmbedding"; }
 };
+template <>
+struct embedding_impl<PlainEmbedding> {
+    struct weights {};
+    template <class Binder>
+    static void bind(Binder&, weights&) {}
+    static void apply(const weights&, float*, std::size_t) noexcept {}
+};
 
 /// The embedding row times sqrt(n_embd), in float32 as llama.cpp's ggml_scale (Gemma).
 struct ScaledEmbedding {
@@ -22,6 +32,20 @@ struct ScaledEmbedding {
     static constexpr std::string_view name = "ScaledEmbedding";
     static constexpr bool scaled = true;
     static std::string describe() { return "ScaledEmbedding (x sqrt(n_embd))"; }
+};
+template <>
+struct embedding_impl<ScaledEmbedding> {
+    struct weights {
+        float scale = 1.f;
+    };
+    template <class Binder>
+    static void bind(Binder& b, weights& w) {
+        w.scale = std::sqrt(float(b.hparams().dims.n_embd));
+    }
+    /// n floats (whole rows) in place.
+    static void apply(const weights& w, float* x, std::size_t n) noexcept {
+        for (std::size_t i = 0; i < n; ++i) x[i] *= w.scale;
+    }
 };
 
 } // namespace archetype

@@ -1,9 +1,17 @@
 #pragma once
 // Feed-forward axis. Hidden sizes come from the file unless given statically.
+// Each dense policy's behaviour is its ffn_impl<F>::apply, the activation
+// (layers/ffn.hpp does the projections, the biases and the residual-free output):
+//   gated      apply(gate, up, n): gate[i] = act(gate[i]) * up[i]
+//   not gated  apply(up, n):       up[i] = act(up[i])
+// Tensors of a dense block (layers::bind_dense_ffn): blk.N.ffn_{gate,up,down}.weight,
+// optional ffn_{gate,up,down}.bias.
 #include <string>
 
 #include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
+#include "archetype/kernels/activation.hpp"
+#include "archetype/policies/impl.hpp"
 
 namespace archetype {
 
@@ -21,6 +29,20 @@ struct SwiGLUWith {
     }
 };
 using SwiGLU = SwiGLUWith<>;
+template <dim_t H>
+struct ffn_impl<SwiGLUWith<H>> {
+    static void apply(float* gate, const float* up, std::size_t n) noexcept { kernels::silu_mul(gate, up, n); }
+};
+
+namespace detail {
+template <gelu_form Form>
+inline void gelu(float* x, std::size_t n) noexcept {
+    if constexpr (Form == gelu_form::erf)
+        kernels::gelu_erf(x, n);
+    else
+        kernels::gelu_tanh(x, n);
+}
+} // namespace detail
 
 /// down(gelu(gate(x)) * up(x))  (Gemma; tanh GELU by default)
 template <gelu_form Form = gelu_form::tanh, dim_t Hidden = dynamic>
@@ -33,6 +55,13 @@ struct GeGLUWith {
     static std::string describe() { return std::string("GeGLU") + (Form == gelu_form::erf ? "(erf)" : ""); }
 };
 using GeGLU = GeGLUWith<>;
+template <gelu_form Form, dim_t H>
+struct ffn_impl<GeGLUWith<Form, H>> {
+    static void apply(float* gate, const float* up, std::size_t n) noexcept {
+        detail::gelu<Form>(gate, n);
+        for (std::size_t i = 0; i < n; ++i) gate[i] *= up[i];
+    }
+};
 
 /// down(gelu(up(x) + b) ) + b  (BERT; llama.cpp's bert uses the tanh form)
 template <gelu_form Form = gelu_form::tanh, dim_t Hidden = dynamic>
@@ -45,6 +74,10 @@ struct GeluMLPWith {
     static std::string describe() { return std::string("GeluMLP") + (Form == gelu_form::erf ? "(erf)" : "(tanh)"); }
 };
 using GeluMLP = GeluMLPWith<>;
+template <gelu_form Form, dim_t H>
+struct ffn_impl<GeluMLPWith<Form, H>> {
+    static void apply(float* x, std::size_t n) noexcept { detail::gelu<Form>(x, n); }
+};
 
 /// Mixture of experts: a router picks the top K of E experts per token, their
 /// outputs weighted by the softmax of the selected router logits (renormalised,

@@ -3,7 +3,10 @@
 // the RWKV time mixes live in policies/rwkv.hpp.
 #include <string>
 
+#include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
+#include "archetype/layers/attention.hpp"
+#include "archetype/policies/impl.hpp"
 
 namespace archetype {
 
@@ -22,5 +25,36 @@ struct SelfAttentionWith {
     }
 };
 using SelfAttention = SelfAttentionWith<>;
+
+/// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight,
+/// the optional biases attn_{q,k,v,output}.bias (Qwen2, StableLM, GPT-2 ...; bound
+/// whenever the file has them, llama.cpp's TENSOR_NOT_REQUIRED), and the per-head
+/// QK norms attn_{q,k}_norm.weight as the policy's qk_norm says.
+template <qk_norm QKNorm>
+struct mixer_impl<SelfAttentionWith<QKNorm>> {
+    using weights = layers::attention_weights;
+    template <class Binder>
+    static void bind(Binder& b, const std::string& blk, weights& w) {
+        const auto& d = b.hparams().dims;
+        const std::size_t E = d.n_embd, qw = d.n_head * d.head_dim, kw = d.n_head_kv * d.head_dim, hd = d.head_dim;
+        w.wq = b.matrix(blk + "attn_q.weight", E, qw);
+        w.wk = b.matrix(blk + "attn_k.weight", E, kw);
+        w.wv = b.matrix(blk + "attn_v.weight", E, kw);
+        w.wo = b.matrix(blk + "attn_output.weight", qw, E);
+        w.bq = b.optional_vector_f32(blk + "attn_q.bias", qw);
+        w.bk = b.optional_vector_f32(blk + "attn_k.bias", kw);
+        w.bv = b.optional_vector_f32(blk + "attn_v.bias", kw);
+        w.bo = b.optional_vector_f32(blk + "attn_output.bias", E);
+        const bool has_qn = b.file().find_tensor(blk + "attn_q_norm.weight") != nullptr;
+        if constexpr (QKNorm == qk_norm::none) {
+            if (has_qn) throw shape_error("SelfAttentionWith<qk_norm::none> but the file has " + blk + "attn_q_norm.weight");
+        } else {
+            if (has_qn || QKNorm == qk_norm::rms) {
+                w.q_norm = b.vector_f32(blk + "attn_q_norm.weight", hd);
+                w.k_norm = b.vector_f32(blk + "attn_k_norm.weight", hd);
+            }
+        }
+    }
+};
 
 } // namespace archetype

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "archetype/core/policy.hpp"
+#include "archetype/kernels/norm.hpp"
+#include "archetype/policies/impl.hpp"
 
 namespace archetype {
 
@@ -20,6 +22,20 @@ struct LayerNorm {
     static constexpr bool has_bias = true;
     static std::string describe() { return "LayerNorm"; }
 };
+template <>
+struct norm_impl<RMSNorm> {
+    /// y = norm(x) over n values; w may be null (= 1); b unused.
+    static void apply(const float* x, const float* w, const float*, float* y, std::size_t n, float eps) noexcept {
+        kernels::rms_norm(x, w, y, n, eps);
+    }
+};
+template <>
+struct norm_impl<LayerNorm> {
+    static void apply(const float* x, const float* w, const float* b, float* y, std::size_t n, float eps) noexcept {
+        kernels::layer_norm(x, w, b, y, n, eps);
+    }
+};
+
 /// LayerNorm over each head's slice, then w, b over all (RWKV ln_x).
 struct GroupNorm {
     using axis = archetype::axis::norm;

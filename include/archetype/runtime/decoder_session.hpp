@@ -35,6 +35,7 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/attention.hpp"
 #include "archetype/kernels/convert.hpp"
+#include "archetype/kernels/embedding_row.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/quant/dequantize.hpp"
 #include "archetype/layers/attention.hpp"
@@ -44,15 +45,10 @@
 #include "archetype/layers/rope.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/kv_cache.hpp"
+#include "archetype/runtime/kv_cache_type.hpp"
 
 namespace archetype {
 
-/// Element type of the key/value cache.
-enum class kv_cache_type {
-    f32, ///< float32: exact (the default)
-    f16  ///< IEEE half: half the memory and half the bytes attention reads at depth
-         ///< (llama.cpp's default); K and V are rounded to half when stored
-};
 
 struct decoder_session_options {
     std::size_t n_threads = std::max(1u, std::thread::hardware_concurrency());
@@ -64,30 +60,6 @@ struct decoder_session_options {
 
 /// Which rows of logits (and hidden states) prefill writes.
 enum class logits_rows { all, last };
-
-namespace detail {
-/// Row `row` of an embedding matrix of any storage type, as floats.
-inline void embedding_row(const kernels::weight_view& w, std::size_t row, float* out) {
-    const std::size_t n = w.cols;
-    if (w.layout != quant::weight_layout::rows) {
-        // a tied embedding in an x16 layout (the output head's): the row's blocks are
-        // gathered back into the file's bytes, then dequantised as any row
-        const std::size_t bb = quant::x16::of(w.layout).block_bytes, n_blocks = n / 32;
-        static thread_local std::vector<std::uint8_t> blocks;
-        blocks.resize(n_blocks * bb);
-        for (std::size_t b = 0; b < n_blocks; ++b)
-            quant::x16::block_of(w.layout, static_cast<const std::uint8_t*>(w.data), n, row, b, blocks.data() + b * bb);
-        quant::dequantize_row(w.type, blocks.data(), out, n);
-        return;
-    }
-    switch (w.type) {
-    case ggml_type::F32: std::memcpy(out, w.row(row), n * sizeof(float)); return;
-    case ggml_type::F16: kernels::f16_to_f32(reinterpret_cast<const std::uint16_t*>(w.row(row)), out, n); return;
-    case ggml_type::BF16: kernels::bf16_to_f32(reinterpret_cast<const std::uint16_t*>(w.row(row)), out, n); return;
-    default: quant::dequantize_row(w.type, w.row(row), out, n); return;
-    }
-}
-} // namespace detail
 
 template <DecoderType D>
 class decoder_session {
@@ -144,16 +116,8 @@ public:
             cpos_.assign(cells + chunk_, -1);
         }
         groups_.reserve(rows_);
-        // position biases depend only on (head, distance): tables made once
-        if constexpr (biased) {
-            if (hp.pos_kind == decoder_hparams::positions::alibi) slopes_ = layers::alibi_slopes(hp.dims.n_head);
-            if (hp.pos_kind == decoder_hparams::positions::relative) {
-                bucket_.resize(opt_.n_ctx + 1);
-                for (std::size_t d = 0; d < bucket_.size(); ++d)
-                    bucket_[d] = std::uint32_t(layers::t5_bucket_causal(std::int64_t(d), hp.rel_buckets, layers::t5_max_distance));
-            }
-        }
-        if (hp.pos_kind == decoder_hparams::positions::learned) pos_row_.assign(hp.dims.n_embd, 0.f);
+        // the position policy's per-session state (bias tables, scratch rows), sized once
+        pos_impl::init(m.positions(), position_context{hp.dims.n_head, hp.dims.n_embd, opt_.n_ctx}, pos_state_);
         warm_up();
     }
 
@@ -262,23 +226,27 @@ private:
         if (end > opt_.n_ctx)
             throw capacity_error("sequence " + std::to_string(s) + " would reach position " + std::to_string(end - 1) +
                                  ", past the context of " + std::to_string(opt_.n_ctx) + " positions (n_ctx)");
-        const auto& hp = m_->hparams();
-        if (hp.pos_kind == decoder_hparams::positions::learned && end > hp.n_pos)
-            throw capacity_error("sequence " + std::to_string(s) + " would reach position " + std::to_string(end - 1) +
-                                 ", past the learned position table of " + std::to_string(hp.n_pos) +
-                                 " rows (position_embd.weight)");
+        if constexpr (requires { pos_impl::max_positions(m_->positions()); }) {
+            const std::size_t n_pos = pos_impl::max_positions(m_->positions());
+            if (end > n_pos)
+                throw capacity_error("sequence " + std::to_string(s) + " would reach position " + std::to_string(end - 1) +
+                                     ", past the " + pos_impl::limit(m_->positions()));
+        }
     }
 
-    // ALiBi / RelativeBias: the additive score bias of head h between a query at
-    // position pq and a visible key at pk <= pq (layers/positions.hpp).
-    static constexpr bool biased = D::position::name == std::string_view("ALiBi") ||
-                                   D::position::name == std::string_view("RelativeBias");
+    // The position policy's hooks (position_impl<P>, policies/position/*.hpp): an
+    // additive score bias of head h between a query at pq and a visible key at pk
+    // (ALiBi, T5 buckets), and a vector added to each embedding row (sinusoidal, learned).
+    using pos_impl = position_impl<typename D::position>;
+    static constexpr bool biased = requires(const typename pos_impl::weights& w, const typename pos_impl::state& st) {
+        pos_impl::score_bias(w, st, std::size_t{}, std::size_t{}, std::int64_t{}, std::int64_t{});
+    };
+    static constexpr bool adds_to_embedding = requires(const typename pos_impl::weights& w, typename pos_impl::state& st,
+                                                       float* x) {
+        pos_impl::embed_add(w, st, std::int64_t{}, x, std::size_t{});
+    };
     float pos_bias(std::size_t il, std::size_t h, std::int64_t pq, std::int64_t pk) const noexcept {
-        const auto& hp = m_->hparams();
-        if (hp.pos_kind == decoder_hparams::positions::alibi) return slopes_[h] * float(pk - pq);
-        const std::size_t d = std::size_t(std::min<std::int64_t>(std::max<std::int64_t>(pq - pk, 0),
-                                                                  std::int64_t(bucket_.size() - 1)));
-        return m_->relative_bias(il)[std::size_t(bucket_[d]) * hp.dims.n_head + h];
+        return pos_impl::score_bias(m_->positions(), pos_state_, il, h, pq, pk);
     }
     /// kernels::attention with the position bias when the model has one; key_pos(j)
     /// is the position of key row j, query row i is at p0 + i.
@@ -456,16 +424,10 @@ private:
         const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
         thread_pool* pool = pool_.get();
         for (const auto& g : groups_) cache_.ensure(g.seq);
-        for (std::size_t i = 0; i < n; ++i) detail::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
-        if constexpr (D::embedding::scaled)
-            for (std::size_t i = 0; i < n * E; ++i) x_[i] *= hp.embd_scale;
-        if (hp.pos_kind == decoder_hparams::positions::sinusoidal)
-            for (std::size_t i = 0; i < n; ++i) layers::add_sinusoidal(pos_[i], x_.data() + i * E, E);
-        if (hp.pos_kind == decoder_hparams::positions::learned)
-            for (std::size_t i = 0; i < n; ++i) {
-                detail::embedding_row(m_->position_embd(), std::size_t(pos_[i]), pos_row_.data());
-                add_into(x_.data() + i * E, pos_row_.data(), E);
-            }
+        for (std::size_t i = 0; i < n; ++i) kernels::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
+        embedding_impl<typename D::embedding>::apply(m_->embedding(), x_.data(), n * E);
+        if constexpr (adds_to_embedding)
+            for (std::size_t i = 0; i < n; ++i) pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
         const layers::rope_params* rope = hp.rotary ? &hp.rope : nullptr;
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
         if (two_ropes_) layers::rope_tables(hp.rope_swa, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
@@ -480,6 +442,7 @@ private:
                                 swa_rope ? sin_swa_.data() : sin_.data(), pool);
             for (const auto& g : groups_) attend(il, g);
             kernels::matmul(L.attn.wo, ao_.data(), qw, n, t_.data(), E, pool);
+            layers::detail::add_row_bias(t_.data(), E, n, L.attn.bo, E);
             if constexpr (post) layers::apply_norm<Norm>(L.attn_post_norm, t_.data(), E, t_.data(), E, n, E);
             add_into(x_.data(), t_.data(), n * E);
             layers::apply_norm<Norm>(L.ffn_norm, x_.data(), E, h_.data(), E, n, E);
@@ -509,9 +472,7 @@ private:
     std::size_t chunk_ = 0, rows_ = 0;
     std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_, ck_, cv_;
     std::vector<std::uint16_t> ck16_, cv16_; // the rolling chunk's keys / values for a half cache
-    std::vector<float> slopes_;              // ALiBi: per head
-    std::vector<std::uint32_t> bucket_;      // RelativeBias: T5 bucket per query-key distance 0 .. n_ctx
-    std::vector<float> pos_row_;             // LearnedPositions: one row of the table
+    typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
     std::vector<float> cos_swa_, sin_swa_;
     std::vector<std::int64_t> pos_, cpos_;

@@ -1,7 +1,10 @@
 #pragma once
-// Hyperparameters of llama.cpp's `llama` and `mellum` GGUF architectures, read
-// from the metadata with llama.cpp's defaults where a key is absent (commit
-// d32676d; ../shared/fixtures/README.md §4.1):
+// Hyperparameters of a llama.cpp transformer GGUF of any architecture ({arch} =
+// general.architecture: llama, mellum, gemma3, qwen2, a user's ...), read from the
+// metadata with llama.cpp's defaults where a key is absent (commit d32676d;
+// ../shared/fixtures/README.md §4.1). What the architecture implies but the keys do
+// not say comes from its gguf_conventions (io/arch/conventions.hpp), given by the
+// caller from the architecture registry (models/registry.hpp):
 //
 //   {arch}.context_length, embedding_length, block_count, attention.head_count  required
 //   {arch}.feed_forward_length            required unless the model is a MoE
@@ -16,15 +19,13 @@
 //   {arch}.attention.layer_norm_rms_epsilon         required (llama.cpp requires it)
 //   {arch}.vocab_size                     default: rows of token_embd.weight
 //   {arch}.expert_count / expert_used_count         default 0
-//   mellum: {arch}.attention.sliding_window (0/absent = none) and
+//   {arch}.attention.sliding_window (0/absent = none) and
 //           {arch}.attention.sliding_window_pattern (bool per layer, or a period N:
-//           layer il windowed iff N == 0 || il % N < N - 1)
-//   gemma3 (llama.cpp's llama_model_gemma3::load_arch_hparams): the same window keys,
-//           the pattern defaulting to a period of 6 when absent; NeoX pairs;
-//           {arch}.rope.freq_base_swa for the windowed layers (default 10000);
-//           attention scale 1/sqrt(key_length) (1/sqrt(n_embd/n_head) for the
-//           62-layer 27B, as query_pre_attn_scalar); {arch}.final_logit_softcapping
-//           (default none)
+//           layer il windowed iff N == 0 || il % N < N - 1); without the pattern key
+//           the conventions' default period (0: every layer), or a format error when
+//           the conventions require the key (mellum)
+//   {arch}.final_logit_softcapping        default none
+//   attention scale: the conventions' rule, default 1/sqrt(key_length)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "archetype/core/error.hpp"
+#include "archetype/io/arch/conventions.hpp"
 #include "archetype/io/gguf.hpp"
 
 namespace archetype::arch {
@@ -39,14 +41,12 @@ namespace archetype::arch {
 enum class rope_scaling { none, linear, yarn };
 
 struct llama_hparams {
-    std::string arch;                    // "llama" or "mellum"
+    std::string arch;                    // general.architecture
     std::size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0;
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
     float rms_eps = 1e-5f;
     // RoPE
-    bool rope_neox = false;              // pairing implied by the architecture
     float rope_freq_base = 10000.f;
-    float rope_freq_base_swa = 10000.f; // windowed layers (gemma3); = rope_freq_base otherwise
     rope_scaling rope_scaling_type = rope_scaling::linear;
     float rope_freq_scale = 1.f;         // 1 / scaling factor
     std::size_t rope_n_ctx_orig = 0;
@@ -57,7 +57,6 @@ struct llama_hparams {
     std::size_t n_swa = 0;               // 0 = none
     std::vector<bool> swa_layers;        // per layer, when n_swa > 0
     bool swa_pattern_in_file = false;
-    // gemma3
     float attn_scale = 0.f;              // 0 = 1/sqrt(head_dim)
     float final_logit_softcap = 0.f;     // 0 = none; else logits = c * tanh(logits / c)
 };
@@ -73,12 +72,11 @@ inline std::size_t checked_dim(const gguf::file& f, const std::string& key, std:
 }
 } // namespace detail
 
-/// Reads the hyperparameters of a `llama` or `mellum` file.
-inline llama_hparams read_llama_hparams(const gguf::file& f) {
+/// Reads the hyperparameters of a transformer file under its architecture's key prefix.
+inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventions& conv = {}) {
     llama_hparams h;
     h.arch = std::string(f.architecture());
-    if (h.arch != "llama" && h.arch != "mellum" && h.arch != "gemma3")
-        throw shape_error("general.architecture is '" + h.arch + "', expected 'llama', 'mellum' or 'gemma3'");
+    if (h.arch.empty()) throw format_error("general.architecture is empty");
     const std::string a = h.arch + ".";
     auto req = [&](const char* k, std::uint64_t limit = std::uint64_t(1) << 24) {
         const std::string key = a + k;
@@ -113,7 +111,6 @@ inline llama_hparams read_llama_hparams(const gguf::file& f) {
     if (!(h.rms_eps >= 0.f) || !std::isfinite(h.rms_eps))
         throw format_error(a + "attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) +
                            " is not a finite non-negative number");
-    h.rope_neox = h.arch == "mellum" || h.arch == "gemma3";
     h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
     if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
         throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
@@ -154,36 +151,28 @@ inline llama_hparams read_llama_hparams(const gguf::file& f) {
     else
         h.n_vocab = req("vocab_size", std::uint64_t(1) << 31);
 
-    h.rope_freq_base_swa = h.rope_freq_base;
-    if (h.arch == "gemma3") {
-        h.rope_freq_base_swa = f.get_or<float>(a + "rope.freq_base_swa", 10000.f);
-        if (!(h.rope_freq_base_swa > 0.f) || !std::isfinite(h.rope_freq_base_swa))
-            throw format_error(a + "rope.freq_base_swa = " + std::to_string(h.rope_freq_base_swa) + " must be positive");
-        h.attn_scale = 1.f / std::sqrt(float(h.n_layer == 62 ? h.n_embd / h.n_head : h.head_dim));
-        h.final_logit_softcap = f.get_or<float>(a + "final_logit_softcapping", 0.f);
-        if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.f)
-            throw format_error(a + "final_logit_softcapping = " + std::to_string(h.final_logit_softcap) +
-                               " must be a finite non-negative number");
-    }
-    if (h.arch == "mellum" || h.arch == "gemma3") {
-        h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
-        if (h.n_swa > (std::size_t(1) << 30))
-            throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");
-        if (h.n_swa > 0) {
-            const std::string pk = a + "attention.sliding_window_pattern";
-            if (!f.has(pk) && h.arch == "mellum")
-                throw format_error("missing key '" + pk + "' (mellum requires it with a sliding window)");
-            h.swa_pattern_in_file = true;
-            if (f.has(pk) && f.type_of(pk) == gguf::value_type::ARRAY) {
-                h.swa_layers = f.get<std::vector<bool>>(pk);
-                if (h.swa_layers.size() != h.n_layer)
-                    throw format_error("'" + pk + "' has " + std::to_string(h.swa_layers.size()) +
-                                       " entries but block_count = " + std::to_string(h.n_layer));
-            } else {
-                const auto n = f.has(pk) ? f.get<std::size_t>(pk) : std::size_t(6); // gemma3's default period
-                h.swa_layers.resize(h.n_layer);
-                for (std::size_t il = 0; il < h.n_layer; ++il) h.swa_layers[il] = n == 0 || il % n < n - 1;
-            }
+    if (conv.attn_scale) h.attn_scale = conv.attn_scale(h.n_layer, h.n_embd, h.n_head, h.head_dim);
+    h.final_logit_softcap = f.get_or<float>(a + "final_logit_softcapping", 0.f);
+    if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.f)
+        throw format_error(a + "final_logit_softcapping = " + std::to_string(h.final_logit_softcap) +
+                           " must be a finite non-negative number");
+    h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
+    if (h.n_swa > (std::size_t(1) << 30))
+        throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");
+    if (h.n_swa > 0) {
+        const std::string pk = a + "attention.sliding_window_pattern";
+        if (!f.has(pk) && conv.window_pattern_required)
+            throw format_error("missing key '" + pk + "' (" + h.arch + " requires it with a sliding window)");
+        h.swa_pattern_in_file = f.has(pk) || conv.window_period_default != 0;
+        if (f.has(pk) && f.type_of(pk) == gguf::value_type::ARRAY) {
+            h.swa_layers = f.get<std::vector<bool>>(pk);
+            if (h.swa_layers.size() != h.n_layer)
+                throw format_error("'" + pk + "' has " + std::to_string(h.swa_layers.size()) +
+                                   " entries but block_count = " + std::to_string(h.n_layer));
+        } else {
+            const auto n = f.has(pk) ? f.get<std::size_t>(pk) : conv.window_period_default;
+            h.swa_layers.resize(h.n_layer);
+            for (std::size_t il = 0; il < h.n_layer; ++il) h.swa_layers[il] = n == 0 || il % n < n - 1;
         }
     }
     return h;

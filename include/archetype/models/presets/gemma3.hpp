@@ -19,7 +19,10 @@
 // logit soft-capping when the file gives gemma3.final_logit_softcapping.
 //
 //   auto model = archetype::load_model<archetype::presets::Gemma3_270M>("gemma-3-270m-q4_k_m.gguf");
+#include <cmath>
+
 #include "archetype/core/dims.hpp"
+#include "archetype/io/arch/conventions.hpp"
 #include "archetype/models/decoder.hpp"
 #include "archetype/policies/embedding.hpp"
 #include "archetype/policies/norm_sandwich.hpp"
@@ -32,6 +35,27 @@ using Gemma3 = Decoder<GQA<Hq, Hkv>, RoPE, Interleave<6, SlidingWindow<512>, Cau
 
 /// Gemma 3 270M: 4 query heads share one KV head.
 using Gemma3_270M = Gemma3<4, 1>;
+
+/// `gemma3` files: presets::Gemma3 with the window and the layer pattern from the file.
+using Gemma3FromFile = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache,
+                               SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding>;
+
+/// What a gemma3 file implies (llama.cpp's llama_model_gemma3::load_arch_hparams): NeoX
+/// pairs; the windowed layers' RoPE base rope.freq_base_swa defaults to 10000; the
+/// layer pattern to a period of 6; the embedding is scaled; the attention scale is
+/// 1/sqrt(key_length), or 1/sqrt(n_embd / n_head) for the 62-layer 27B (query_pre_attn_scalar).
+inline float gemma3_attn_scale(std::size_t n_layer, std::size_t n_embd, std::size_t n_head, std::size_t head_dim) {
+    return 1.f / std::sqrt(float(n_layer == 62 ? n_embd / n_head : head_dim));
+}
+struct gemma3_architecture {
+    static constexpr std::string_view gguf_name = "gemma3";
+    using model = Gemma3FromFile;
+    static constexpr arch::gguf_conventions conventions{.rope_neox = true,
+                                                        .rope_swa_base_default = 10000.f,
+                                                        .window_period_default = 6,
+                                                        .scaled_embedding = true,
+                                                        .attn_scale = &gemma3_attn_scale};
+};
 
 /// Dimensions of Gemma 3 270M (gemma-3-270m GGUF metadata).
 inline constexpr transformer_dims gemma3_270m_dims{.n_layer = 18, .n_embd = 640, .n_vocab = 262144, .n_ff = 2048,

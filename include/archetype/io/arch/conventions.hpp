@@ -1,0 +1,30 @@
+#pragma once
+// What a GGUF architecture implies but its metadata does not say: llama.cpp
+// decides these by architecture in its C++ code (llama_model_rope_type, the
+// per-architecture load_hparams). Each registered architecture carries its own
+// (models/presets/*.hpp); a file of an architecture nobody registered gets the
+// defaults, which are llama's.
+#include <cstddef>
+
+namespace archetype::arch {
+
+struct gguf_conventions {
+    /// RoPE pairs halves (NeoX, Hugging Face layout) rather than adjacent dimensions;
+    /// decides a RoPE whose pairing is from_file.
+    bool rope_neox = false;
+    /// Base of the windowed layers' RoPE when {arch}.rope.freq_base_swa is absent
+    /// (0: the global base; gemma3: 10000).
+    float rope_swa_base_default = 0.f;
+    /// Layer pattern when the file gives a window but no {arch}.attention.sliding_window_pattern:
+    /// 0 = every layer windowed, N = layer il windowed iff il % N < N - 1 (gemma3: 6).
+    std::size_t window_period_default = 0;
+    /// A window without a pattern key is a format error (mellum).
+    bool window_pattern_required = false;
+    /// The token embedding is multiplied by sqrt(n_embd) (gemma): a Decoder loading such a
+    /// file must say ScaledEmbedding, and one that says it needs such a file.
+    bool scaled_embedding = false;
+    /// Attention scale from the dimensions; null = 1/sqrt(head_dim).
+    float (*attn_scale)(std::size_t n_layer, std::size_t n_embd, std::size_t n_head, std::size_t head_dim) = nullptr;
+};
+
+} // namespace archetype::arch

@@ -1,0 +1,18 @@
+#pragma once
+// The architectures the library knows, one preset header each under
+// models/presets/. with_architecture<default_architectures>(file, visitor) maps a
+// GGUF file to its entry; an application appends its own with extend_t.
+#include "archetype/models/presets/gemma3.hpp"
+#include "archetype/models/presets/llama.hpp"
+#include "archetype/models/presets/mellum.hpp"
+#include "archetype/models/presets/qwen2.hpp"
+#include "archetype/models/registry.hpp"
+
+namespace archetype {
+
+/// Entries with the same name are tried in order: the first whose accepts() holds wins.
+using default_architectures =
+    architecture_list<presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
+                      presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture>;
+
+} // namespace archetype

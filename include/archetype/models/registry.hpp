@@ -1,0 +1,120 @@
+#pragma once
+// The architecture registry: a compile-time list of architecture entries and the
+// lookup of a file's entry. An entry is a small struct:
+//
+//   struct qwen2_architecture {
+//       static constexpr std::string_view gguf_name = "qwen2";        // general.architecture
+//       using model = presets::Qwen2;                                 // the compiled structure
+//       static constexpr arch::gguf_conventions conventions{.rope_neox = true};  // optional
+//       static bool accepts(const gguf::file& f);                     // optional: when a name is not enough
+//   };
+//
+// The library's list is default_architectures (models/architectures.hpp); an
+// application extends it with its own entries, without editing library headers:
+//
+//   using mine = archetype::extend_t<archetype::default_architectures, my_architecture>;
+//   archetype::with_architecture<mine>(file, [&]<class A>(std::type_identity<A>) { ... });
+//
+// The list is a plain type list rather than a boost::hana::tuple: the lookup is one
+// fold, and Hana's headers would cost every translation unit that loads a model
+// (TOOLCHAIN.md: ~20-30 ms and multi-KB messages per instantiation).
+#include <concepts>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "archetype/core/error.hpp"
+#include "archetype/io/arch/conventions.hpp"
+#include "archetype/io/gguf.hpp"
+
+namespace archetype {
+
+/// A registry entry: a name in files and the structure that runs them.
+template <class E>
+concept ArchitectureEntry = requires {
+    { E::gguf_name } -> std::convertible_to<std::string_view>;
+    typename E::model;
+};
+
+template <class... Entries>
+struct architecture_list {
+    static_assert((ArchitectureEntry<Entries> && ...),
+                  "archetype: every architecture_list entry needs `static constexpr std::string_view gguf_name` "
+                  "and `using model = ...;`");
+};
+
+namespace detail {
+template <class List, class... More>
+struct extend_list;
+template <class... Es, class... More>
+struct extend_list<architecture_list<Es...>, More...> {
+    using type = architecture_list<Es..., More...>;
+};
+} // namespace detail
+
+/// List with More... appended (an application's own architectures).
+template <class List, class... More>
+using extend_t = typename detail::extend_list<List, More...>::type;
+
+/// The entry's conventions, or llama's defaults when it gives none.
+template <ArchitectureEntry E>
+constexpr arch::gguf_conventions conventions_of() {
+    if constexpr (requires { E::conventions; })
+        return E::conventions;
+    else
+        return {};
+}
+
+/// Whether entry E takes this file (its name matches and its predicate, if any, holds).
+template <ArchitectureEntry E>
+bool entry_accepts(const gguf::file& f) {
+    if (std::string_view(E::gguf_name) != f.architecture()) return false;
+    if constexpr (requires { { E::accepts(f) } -> std::convertible_to<bool>; })
+        return E::accepts(f);
+    else
+        return true;
+}
+
+/// The conventions of the first entry named `arch` in the list (defaults when none is).
+template <class... Es>
+arch::gguf_conventions conventions_of(std::string_view arch, architecture_list<Es...>) {
+    arch::gguf_conventions c{};
+    bool found = false;
+    ((!found && std::string_view(Es::gguf_name) == arch ? (c = conventions_of<Es>(), found = true) : false), ...);
+    return c;
+}
+
+/// The names of a list, for messages: "llama, mellum, ...".
+template <class... Es>
+std::string architecture_names(architecture_list<Es...>) {
+    std::string s;
+    ((s += (s.empty() ? "" : ", ") + std::string(Es::gguf_name)), ...);
+    return s;
+}
+
+namespace detail {
+template <class F, class E, class... Es>
+decltype(auto) visit_first(const gguf::file& f, F& visit, architecture_list<E, Es...>, const std::string& known) {
+    if (entry_accepts<E>(f)) return visit(std::type_identity<E>{});
+    if constexpr (sizeof...(Es) == 0)
+        throw shape_error("architecture '" + std::string(f.architecture()) +
+                          "' is not registered (known: " + known +
+                          "): add an entry for it to the list given to with_architecture (docs/README.md, Adding an "
+                          "architecture)");
+    else
+        return visit_first(f, visit, architecture_list<Es...>{}, known);
+}
+} // namespace detail
+
+/// Calls visit(std::type_identity<Entry>{}) with the first entry of List that takes
+/// the file; every call must return the same type. An unknown architecture is a
+/// shape_error naming it and the known ones. The visitor loads the model itself
+/// (load_model<Entry>), so that a program can keep each entry's instantiation in
+/// its own translation unit (tools/ does).
+template <class List, class F>
+decltype(auto) with_architecture(const gguf::file& f, F&& visit) {
+    return detail::visit_first(f, visit, List{}, architecture_names(List{}));
+}
+
+} // namespace archetype

@@ -1,0 +1,63 @@
+#pragma once
+// The behaviour of a policy lives in a specialisation of its axis's *_impl
+// template, next to the policy itself (CuTe's way: the policy selects an
+// implementation by specialisation). The model templates call only the hooks
+// these specialisations define; nothing in the library branches on a policy's
+// name. A policy without its specialisation stops the build with one sentence.
+//
+//   position_impl<P>   parameters read from the file, tensors bound, per-session
+//                      state, hooks embed_add / score_bias / max_positions
+//                      (policies/position/*.hpp)
+//   ffn_impl<F>        the activation of a dense feed-forward block, and optionally
+//                      its tensor binding (policies/ffn.hpp)
+//   norm_impl<N>       the normalisation of a row (policies/norm.hpp)
+//   embedding_impl<E>  what is done to a token's embedding row (policies/embedding.hpp)
+//   mixer_impl<M>      the attention block's tensors (policies/mixer.hpp)
+//
+// docs/README.md ("Adding a policy") lists each hook with its signature.
+#include <cstddef>
+
+namespace archetype {
+
+namespace detail {
+template <class>
+inline constexpr bool no_impl = false;
+}
+
+template <class P>
+struct position_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this position policy has no behaviour: specialise archetype::position_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct ffn_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this feed-forward policy has no behaviour: specialise archetype::ffn_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct norm_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this norm policy has no behaviour: specialise archetype::norm_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct embedding_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this embedding policy has no behaviour: specialise archetype::embedding_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct mixer_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this mixer policy has no behaviour: specialise archetype::mixer_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy)");
+};
+
+/// What a position policy's per-session state is sized for (position_impl<P>::init).
+struct position_context {
+    std::size_t n_head = 0, n_embd = 0, n_ctx = 0;
+};
+
+} // namespace archetype

@@ -1,0 +1,104 @@
+#pragma once
+// RoPE: rotary position embedding (Su et al.). `RoPE` takes its base, pairing and
+// scaling from the model file; `RoPE::with<...>` fixes them at compile time
+// (integer base, scaling as a ratio: clang-14 rejects float template arguments).
+//
+// Read from the file ({arch} = general.architecture): {arch}.rope.dimension_count,
+// rope.freq_base, rope.scaling.{type,factor,original_context_length,yarn_*},
+// rope.freq_base_swa (the windowed layers' base; its default is the
+// architecture's, gguf_conventions::rope_swa_base_default). The pairing of a
+// `from_file` RoPE is the architecture's (gguf_conventions::rope_neox): GGUF
+// has no key for it, llama.cpp decides by architecture too.
+#include <string>
+
+#include "archetype/core/error.hpp"
+#include "archetype/layers/rope.hpp"
+#include "archetype/core/policy.hpp"
+#include "archetype/policies/impl.hpp"
+#include "archetype/policies/position/pairing.hpp"
+
+namespace archetype {
+
+namespace detail {
+inline constexpr long long rope_base_from_file = 0;
+}
+
+template <long long Base = detail::rope_base_from_file,
+          rope_pairing_policy Pairing = rope_pairing_policy::from_file, long long ScaleNum = 1,
+          long long ScaleDen = 1>
+struct RoPEWith {
+    using axis = archetype::axis::position;
+    static constexpr std::string_view name = "RoPE";
+    static constexpr bool rotary = true;
+    static constexpr long long base = Base; // 0: from the file
+    static constexpr rope_pairing_policy pairing = Pairing;
+    /// linear position scaling factor (positions are multiplied by ScaleDen/ScaleNum)
+    static constexpr long long scale_num = ScaleNum, scale_den = ScaleDen;
+    static_assert(Base >= 0, "archetype: RoPE::with<Base>: the base must be positive (0 = from the file)");
+    static_assert(ScaleNum > 0 && ScaleDen > 0, "archetype: RoPE::with scaling ratio must be positive");
+    template <long long B, rope_pairing_policy P = Pairing, long long N = 1, long long D = 1>
+    using with = RoPEWith<B, P, N, D>;
+    static std::string describe() {
+        if (Base == 0 && Pairing == rope_pairing_policy::from_file && ScaleNum == ScaleDen) return "RoPE";
+        std::string s = "RoPE(base " + (Base == 0 ? std::string("from file") : std::to_string(Base));
+        s += Pairing == rope_pairing_policy::adjacent ? ", adjacent pairs"
+             : Pairing == rope_pairing_policy::neox  ? ", neox pairs"
+                                                     : ", pairing from file";
+        if (ScaleNum != ScaleDen) s += ", scale " + std::to_string(ScaleNum) + "/" + std::to_string(ScaleDen);
+        return s + ")";
+    }
+};
+/// Rotary position embedding, parameters from the model file.
+using RoPE = RoPEWith<>;
+/// RoPE rotating halves (x[i], x[i + n/2]): Hugging Face's layout (Qwen, Gemma, Mellum).
+using RoPENeox = RoPEWith<detail::rope_base_from_file, rope_pairing_policy::neox>;
+
+template <long long Base, rope_pairing_policy Pairing, long long ScaleNum, long long ScaleDen>
+struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
+    using policy = RoPEWith<Base, Pairing, ScaleNum, ScaleDen>;
+    struct weights {};
+    struct state {};
+
+    /// Fills hparams().rope (and rope_swa, the windowed layers') from the file's keys.
+    template <class Binder>
+    static void bind(Binder& b, weights&) {
+        const auto& h = b.keys();
+        auto& hp = b.hparams();
+        auto& r = hp.rope;
+        r.n_rot = h.n_rot;
+        r.freq_base = h.rope_freq_base;
+        if constexpr (Base != 0) {
+            if (b.file().has(b.prefix() + "rope.freq_base") && h.rope_freq_base != float(Base))
+                throw shape_error(policy::describe() + " but the file has " + b.prefix() +
+                                  "rope.freq_base = " + std::to_string(h.rope_freq_base));
+            r.freq_base = float(Base);
+        }
+        if (b.options().rope_freq_base > 0.f) r.freq_base = b.options().rope_freq_base;
+        constexpr rope_pairing_policy P = Pairing;
+        const rope_pairing_policy p = P != rope_pairing_policy::from_file ? P
+                                      : b.conventions().rope_neox ? rope_pairing_policy::neox
+                                                                  : rope_pairing_policy::adjacent;
+        r.pairing = p == rope_pairing_policy::neox ? kernels::rope_pairing::neox : kernels::rope_pairing::adjacent;
+        r.freq_scale = h.rope_freq_scale;
+        if constexpr (ScaleNum != ScaleDen) r.freq_scale = float(ScaleDen) / float(ScaleNum);
+        r.ext_factor = h.yarn_ext_factor;
+        r.attn_factor = h.yarn_attn_factor;
+        r.beta_fast = h.yarn_beta_fast;
+        r.beta_slow = h.yarn_beta_slow;
+        r.n_ctx_orig = h.rope_n_ctx_orig;
+        hp.rope_swa = r;
+        // the windowed layers' own base, when the architecture has one (gemma3); llama.cpp's
+        // override (cparams.rope_freq_base) leaves it alone
+        const float swa_default = b.conventions().rope_swa_base_default;
+        if (b.file().has(b.prefix() + "rope.freq_base_swa") || swa_default > 0.f) {
+            hp.rope_swa.freq_base = b.file().template get_or<float>(b.prefix() + "rope.freq_base_swa", swa_default);
+            if (!(hp.rope_swa.freq_base > 0.f) || !std::isfinite(hp.rope_swa.freq_base))
+                throw format_error(b.prefix() + "rope.freq_base_swa = " + std::to_string(hp.rope_swa.freq_base) +
+                                   " must be positive");
+            hp.rope_swa.freq_scale = 1.f;
+        }
+    }
+    static void init(const weights&, const position_context&, state&) {}
+};
+
+} // namespace archetype

@@ -1,0 +1,97 @@
+#pragma once
+// run_decoder<Entry>: loads a file as a registry entry's structure and runs a
+// command's job on it. Included only by tools/arch/<entry>.cpp, each of which
+// instantiates it for one entry.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <span>
+#include <vector>
+
+#include "archetype/models/decoder_model.hpp"
+#include "archetype/runtime/decoder_session.hpp"
+#include "commands.hpp"
+#include "decoder_jobs.hpp"
+
+namespace archetype::tools {
+
+namespace detail {
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class Model>
+int describe_job(const Model& m) {
+    std::fputs(m.describe().c_str(), stdout);
+    return 0;
+}
+
+template <class Model>
+int logits_job(const Model& model, const decoder_logits_job& a) {
+    const std::size_t n = a.tokens.size(), V = model.n_vocab();
+    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(n, 1), .kv_type = a.kv});
+    std::vector<float> logits(n * V);
+    for (std::size_t b = 0; b < n; b += a.step) {
+        const std::size_t c = std::min(a.step, n - b);
+        sess.prefill(0, std::span<const std::int32_t>(a.tokens.data() + b, c), logits.data() + b * V);
+    }
+    write_f32_file(a.out, logits.data(), logits.size());
+    return 0;
+}
+
+template <class Model>
+int generate_job(const Model& model, const decoder_generate_job& a) {
+    const std::size_t V = model.n_vocab();
+    const auto& prompt = a.prompt;
+    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = prompt.size() + a.n + 1, .kv_type = a.kv});
+    std::fprintf(stderr, " %zu layers, %zu-token vocabulary, %.2f s\n", model.hparams().dims.n_layer, V,
+                 seconds_since(a.t_load));
+    std::fprintf(stderr, "prompt: %zu tokens\n", prompt.size());
+    std::vector<float> logits(V);
+    sampler smp(a.sp);
+    for (const auto t : prompt) smp.accept(t);
+
+    const auto t_prompt = std::chrono::steady_clock::now();
+    sess.prefill(0, prompt, logits.data(), logits_rows::last);
+    const double prompt_s = seconds_since(t_prompt);
+
+    const auto t_gen = std::chrono::steady_clock::now();
+    std::size_t produced = 0, decoded = 0;
+    const int seq = 0;
+    while (produced < a.n) {
+        const std::int32_t t = smp.sample(logits);
+        ++produced;
+        if (std::find(a.stop.begin(), a.stop.end(), t) != a.stop.end()) break;
+        const std::string piece = a.tok->token_to_piece(t);
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        if (produced == a.n) break;
+        sess.decode(std::span<const int>(&seq, 1), std::span<const std::int32_t>(&t, 1), logits.data());
+        ++decoded;
+    }
+    const double gen_s = seconds_since(t_gen);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    std::fprintf(stderr, "prompt:     %zu tokens in %.3f s = %.1f tokens/s\n", prompt.size(), prompt_s,
+                 double(prompt.size()) / std::max(prompt_s, 1e-9));
+    std::fprintf(stderr, "generation: %zu tokens in %.3f s = %.1f tokens/s (%zu decode steps, %zu threads)\n",
+                 produced, gen_s, double(produced) / std::max(gen_s, 1e-9), decoded, a.threads);
+    return 0;
+}
+} // namespace detail
+
+template <class Entry>
+int run_decoder(gguf::file file, const decoder_job& job) {
+    const auto model = load_model<Entry>(std::move(file));
+    switch (job.what) {
+    case decoder_job::kind::logits: return detail::logits_job(model, *job.logits);
+    case decoder_job::kind::generate: return detail::generate_job(model, *job.generate);
+    case decoder_job::kind::describe: break;
+    }
+    return detail::describe_job(model);
+}
+
+} // namespace archetype::tools
+
+/// One line per registry entry in tools/arch/<entry>.cpp.
+#define ARCHETYPE_TOOLS_DECODER(Entry) template int archetype::tools::run_decoder<Entry>(gguf::file, const decoder_job&)
