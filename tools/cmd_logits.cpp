@@ -6,9 +6,9 @@
 // one call (the library chunks internally as its cache needs); sequential = one
 // token per call; chunked = calls of --chunk tokens (default 5).
 //
-// One branch per model family, chosen from the file: GGUF `llama` / `mellum`
-// (decoders, below), RWKV-5/6 (GGUF `rwkv6` or an rwkv.cpp .bin, told apart by
-// the magic); other families add their branch in cmd_logits().
+// One branch per model family, chosen by the library's architecture registry
+// (models/architectures.hpp): every registered decoder (tools/arch/), RWKV-5/6
+// (GGUF `rwkv6` or an rwkv.cpp .bin, told apart by its bytes).
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -24,6 +24,7 @@
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
 #include "commands.hpp"
+#include "archetype/models/architectures.hpp"
 #include "decoder_jobs.hpp"
 
 namespace archetype::tools {
@@ -98,17 +99,6 @@ int logits_rwkv_as(const logits_args& a) {
     return 0;
 }
 
-bool is_rwkv_bin(const std::string& path) {
-    const io::mapped_file f(path);
-    return rwkv_bin::has_magic(f.bytes());
-}
-
-/// rwkv.cpp .bin: v6 when it has time_maa_x, else v5.2 (the loader checks the rest).
-int logits_rwkv_bin(const logits_args& a) {
-    const auto f = rwkv_bin::file::open(a.model);
-    if (f.find_tensor("blocks.0.att.time_maa_x")) return logits_rwkv_as<Rwkv6<dynamic, dynamic>>(a);
-    return logits_rwkv_as<Rwkv5<dynamic, dynamic>>(a);
-}
 } // namespace
 
 int cmd_logits(int argc, char** argv) {
@@ -154,10 +144,11 @@ int cmd_logits(int argc, char** argv) {
     if (a.out.empty()) throw argument_error("--out FILE is required");
     if (!a.have_tokens) throw argument_error("give the tokens with --ids or --tokens");
 
-    if (is_rwkv_bin(a.model)) return logits_rwkv_bin(a);
-    auto file = gguf::file::open(a.model);
-    if (file.architecture() == "rwkv6") return logits_rwkv_as<Rwkv6<dynamic, dynamic>>(a);
-    return logits_decoder(std::move(file), a); // every registered decoder; names the known ones otherwise
+    // RWKV: GGUF rwkv6 or an rwkv.cpp .bin (v5.2 / v6, told apart by its bytes), as the registry says
+    if (takes(a.model, rwkv_architectures{}))
+        return with_architecture<rwkv_architectures>(
+            a.model, [&]<class E>(std::type_identity<E>) { return logits_rwkv_as<typename E::model>(a); });
+    return logits_decoder(gguf::file::open(a.model), a); // every registered decoder; names the known ones otherwise
 }
 
 } // namespace archetype::tools

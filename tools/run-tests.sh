@@ -9,7 +9,8 @@
 #   ARCHETYPE_MODELS_DIR   where tools/fetch-models.sh put the real model files:
 #                          enables the 'real-models' suite (-Dmodels_dir)
 #   ARCHETYPE_SANITIZE=1   also build the tests under ASan+UBSan (build-asan) and
-#                          run them (CI sets this)
+#                          run them, and the concurrency suite under TSan with
+#                          clang-14 (build-tsan) (CI sets this)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -80,5 +81,21 @@ PY
   suite_args=(); for s in "${SAN_SUITES[@]}"; do suite_args+=(--suite "$s"); done
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_suite "$SAN" "$SAN/test-output.txt" --no-rebuild "${suite_args[@]}" --timeout-multiplier 4
+
+  # ThreadSanitizer (clang-14): sessions on several threads sharing one model.
+  TSAN=${BUILD}-tsan
+  if ! command -v clang++-14 >/dev/null; then
+    echo "clang++-14 not found: the ThreadSanitizer suite cannot run"; total_fail=$((total_fail + 1)); finish
+  fi
+  if [ ! -f "$TSAN/build.ninja" ]; then
+    CXX=clang++-14 meson setup "$TSAN" --buildtype=debugoptimized -Db_sanitize=thread \
+      -Dbenchmarks=false -Dexamples=false -Dtools=false -Dfuzz=false ||
+      { total_fail=$((total_fail + 1)); finish; }
+  fi
+  if ! ninja -C "$TSAN" -j "$JOBS" tests/concurrency/test_concurrent_sessions; then
+    echo "ThreadSanitizer build failed"; total_fail=$((total_fail + 1)); finish
+  fi
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    run_suite "$TSAN" "$TSAN/test-output.txt" --no-rebuild --suite concurrency --timeout-multiplier 4
 fi
 finish

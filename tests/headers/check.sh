@@ -5,7 +5,7 @@
 set -u
 cxx=$1; root=$2; shift 2
 cd "$root/include" || exit 1
-flags=(-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -Wno-maybe-uninitialized -Wno-uninitialized -march=native -DXTENSOR_USE_XSIMD -I. "$@")
+flags=(-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -Wno-maybe-uninitialized -Wno-uninitialized -march=native -DXTENSOR_USE_XSIMD -DXTENSOR_DEFAULT_ALIGNMENT=64 -I. "$@")
 fail=0; n=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export cxx tmp

@@ -94,6 +94,17 @@ BOOST_AUTO_TEST_CASE(gemm_shapes) {
                 for (std::size_t i = 0; i < M; ++i)
                     for (std::size_t j = N; j < ldc; ++j) pad_ok = pad_ok && C[i * ldc + j] == C0[i * ldc + j];
                 BOOST_TEST(pad_ok, "gemm wrote past N: M=" << M << " N=" << N << " K=" << K);
+                // the packed engine summing in blocks of KSUM steps: same bounds, thread-count
+                // independent, accumulate, and (K < KSUM or the row-dot engine) the chain's bits
+                std::vector<float> Cb = C0, Cb3 = C0, Cba = C0;
+                k::gemm_nt(A.data(), lda, B.data(), ldb, Cb.data(), ldc, M, N, K, nullptr, false, k::gemm_sum::blocks);
+                k::gemm_nt(A.data(), lda, B.data(), ldb, Cb3.data(), ldc, M, N, K, &pool3, false, k::gemm_sum::blocks);
+                k::gemm_nt(A.data(), lda, B.data(), ldb, Cba.data(), ldc, M, N, K, &pool2, true, k::gemm_sum::blocks);
+                BOOST_TEST(kt::nmse(Cb, Cr) < 1e-11, "gemm blocks M=" << M << " N=" << N << " K=" << K);
+                BOOST_TEST(kt::max_rel(Cb3, Cb) <= 1e-6, "gemm blocks threads M=" << M << " N=" << N << " K=" << K);
+                BOOST_TEST(kt::nmse(Cba, Cra) < 1e-11, "gemm blocks acc M=" << M << " N=" << N << " K=" << K);
+                if (K <= k::detail::KSUM || !k::detail::use_packed(M) || K < k::detail::W)
+                    BOOST_TEST(Cb == C, "gemm blocks != chain for one block M=" << M << " N=" << N << " K=" << K);
             }
 }
 
@@ -113,6 +124,10 @@ BOOST_AUTO_TEST_CASE(gemm_f16_shapes) {
                 k::gemm_nt_f16(A.data(), lda, B.data(), ldb, C2.data(), ldc, M, N, K, &pool2);
                 BOOST_TEST(kt::nmse(C, Cr) < 1e-11, "gemm_f16 M=" << M << " N=" << N << " K=" << K);
                 BOOST_TEST(kt::max_rel(C2, C) <= 1e-6, "gemm_f16 threads M=" << M << " N=" << N << " K=" << K);
+                std::vector<float> Cb(M * ldc);
+                k::gemm_nt_f16(A.data(), lda, B.data(), ldb, Cb.data(), ldc, M, N, K, &pool2, false,
+                               k::gemm_sum::blocks);
+                BOOST_TEST(kt::nmse(Cb, Cr) < 1e-11, "gemm_f16 blocks M=" << M << " N=" << N << " K=" << K);
             }
 }
 
@@ -130,5 +145,36 @@ BOOST_AUTO_TEST_CASE(gemm_large_blocks) {
         k::gemm_nt(A.data(), K, B.data(), K, C2.data(), N, M, N, K, &pool2);
         BOOST_TEST(kt::nmse(C, Cr) < 1e-11, "M=" << M);
         BOOST_TEST(kt::max_rel(C2, C) <= 1e-6, "M=" << M);
+        std::vector<float> Cb(M * N), Cb2(M * N);
+        k::gemm_nt(A.data(), K, B.data(), K, Cb.data(), N, M, N, K, nullptr, false, k::gemm_sum::blocks);
+        k::gemm_nt(A.data(), K, B.data(), K, Cb2.data(), N, M, N, K, &pool2, false, k::gemm_sum::blocks);
+        BOOST_TEST(kt::nmse(Cb, Cr) < 1e-11, "blocks M=" << M);
+        BOOST_TEST(kt::max_rel(Cb2, Cb) <= 1e-6, "blocks M=" << M);
     }
+}
+
+BOOST_AUTO_TEST_CASE(gemm_blocks_error_is_gemv_like) {
+    // Sums whose terms cancel (sum ~ 1 over terms ~ 100): the packed engine's one chain
+    // per slab rounds a large running sum K times; blocks of KSUM steps keep it near the
+    // row-dot engine's (GEMV) error. Mean |error| over many outputs, against double.
+    const std::size_t M = 64, N = 64, K = 256;
+    auto A = kt::random_vec(M * K, 31), B = kt::random_vec(N * K, 32);
+    for (auto& a : A) a *= 100.f;
+    std::vector<float> Cc(M * N), Cb(M * N), Cg(M * N), Cr(M * N);
+    k::gemm_nt(A.data(), K, B.data(), K, Cc.data(), N, M, N, K);
+    k::gemm_nt(A.data(), K, B.data(), K, Cb.data(), N, M, N, K, nullptr, false, k::gemm_sum::blocks);
+    for (std::size_t i = 0; i < M; ++i) k::gemv(B.data(), K, A.data() + i * K, Cg.data() + i * N, N, K);
+    double ec = 0, eb = 0, eg = 0;
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) {
+            double r = 0;
+            for (std::size_t p = 0; p < K; ++p) r += double(A[i * K + p]) * double(B[j * K + p]);
+            ec += std::abs(Cc[i * N + j] - r);
+            eb += std::abs(Cb[i * N + j] - r);
+            eg += std::abs(Cg[i * N + j] - r);
+        }
+    BOOST_TEST_MESSAGE("mean |error|: chain " << ec / double(M * N) << ", blocks " << eb / double(M * N)
+                                                << ", gemv " << eg / double(M * N));
+    BOOST_TEST(eb < 0.7 * ec);
+    BOOST_TEST(eb < 1.5 * eg);
 }

@@ -17,6 +17,8 @@
 //                    quant/interleaved.hpp; made by the decoder loader):
 //                    quant/vnni.hpp's x16 kernels; bitwise the row layout's results
 // Work is split by output rows, so results do not depend on the thread count.
+// `sum` chooses how the F32 / F16 (and AVX-512 BF16) GEMM sums along K
+// (kernels::gemm_sum); GEMV and the other kernels have one order each.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -93,25 +95,25 @@ inline void check_matmul_weight(const weight_view& W) {
 } // namespace detail
 
 inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
-                   float* y, std::size_t ldy, thread_pool* pool = nullptr) {
+                   float* y, std::size_t ldy, thread_pool* pool = nullptr, gemm_sum sum = gemm_sum::chain) {
     detail::check_matmul_weight(W);
     if (W.rows == 0 || n_tok == 0) return;
     switch (W.type) {
     case ggml_type::F32: {
         const auto* w = static_cast<const float*>(W.data);
         if (n_tok == 1) gemv(w, W.cols, x, y, W.rows, W.cols, pool);
-        else gemm_nt(x, ldx, w, W.cols, y, ldy, n_tok, W.rows, W.cols, pool);
+        else gemm_nt(x, ldx, w, W.cols, y, ldy, n_tok, W.rows, W.cols, pool, false, sum);
         return;
     }
     case ggml_type::F16: {
         const auto* w = static_cast<const std::uint16_t*>(W.data);
         if (n_tok == 1) gemv_f16(w, W.cols, x, y, W.rows, W.cols, pool);
-        else gemm_nt_f16(x, ldx, w, W.cols, y, ldy, n_tok, W.rows, W.cols, pool);
+        else gemm_nt_f16(x, ldx, w, W.cols, y, ldy, n_tok, W.rows, W.cols, pool, false, sum);
         return;
     }
     case ggml_type::BF16:
 #if defined(ARCHETYPE_QUANT_HALF_AVX512)
-        quant::half_avx512::matmul(true, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
+        quant::half_avx512::matmul(true, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
         return;
 #else
         break;
@@ -148,7 +150,8 @@ struct matmul_task {
 /// r/k/v/g), and each separate dispatch pays a fork-join and a cold start of
 /// the weight stream. Otherwise, one matmul per task. Either way each output
 /// is bitwise what matmul gives.
-inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, thread_pool* pool = nullptr) {
+inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, thread_pool* pool = nullptr,
+                         gemm_sum sum = gemm_sum::chain) {
     bool fuse = n_tok == 1 && !tasks.empty();
     for (const auto& t : tasks) {
         detail::check_matmul_weight(*t.W);
@@ -175,7 +178,7 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
 #endif
     fuse = fuse && (tasks[0].W->type == ggml_type::F16 || tasks[0].W->type == ggml_type::F32);
     if (!fuse) {
-        for (const auto& t : tasks) matmul(*t.W, t.x, t.ldx, n_tok, t.y, t.ldy, pool);
+        for (const auto& t : tasks) matmul(*t.W, t.x, t.ldx, n_tok, t.y, t.ldy, pool, sum);
         return;
     }
     auto run = [&](auto tag) {

@@ -34,10 +34,10 @@ inline void rwkv_channel_mix(const rwkv_hparams& hp, std::size_t C, const rwkv_l
     float* rr = ws.r.data();
     // key and receptance share the input size: one dispatch when decoding (see matmul_batch)
     const kernels::matmul_task kr[2] = {{&L.ffn_k, xk, C, hid, F}, {&L.ffn_r, xr, C, rr, C}};
-    kernels::matmul_batch(kr, n, pool);
+    kernels::matmul_batch(kr, n, pool, rwkv_gemm_sum);
     kernels::relu_sq(hid, n * F);
     float* y = ws.y.data();
-    kernels::matmul(L.ffn_v, hid, F, n, y, C, pool);
+    kernels::matmul(L.ffn_v, hid, F, n, y, C, pool, rwkv_gemm_sum);
     kernels::sigmoid(rr, n * C);
     for (std::size_t e = 0; e < n * C; ++e) y[e] *= rr[e];
 }

@@ -65,11 +65,11 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
         for (std::size_t i = 0; i < n; ++i)
             for (std::size_t c = 0; c < C; ++c) xxx[i * C + c] = xa[i * C + c] + sx[i * C + c] * L.maa_x[c];
         float* m = ws.mix.data();
-        kernels::matmul(L.maa_w1, xxx, C, n, m, 5 * DM, pool);
+        kernels::matmul(L.maa_w1, xxx, C, n, m, 5 * DM, pool, rwkv_gemm_sum);
         kernels::tanh(m, n * 5 * DM);
         kernels::matmul_task w2[5];
         for (std::size_t mc = 0; mc < 5; ++mc) w2[mc] = {&L.maa_w2[mc], m + mc * DM, 5 * DM, xs[mc], C};
-        kernels::matmul_batch(w2, n, pool); // xc = m_c W2_c
+        kernels::matmul_batch(w2, n, pool, rwkv_gemm_sum); // xc = m_c W2_c
         for (std::size_t mc = 0; mc < 5; ++mc) {
             float* xc = xs[mc];
             const float* maa = L.maa[mc];
@@ -90,7 +90,7 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
     // one dispatch for the four C x C projections when decoding (see matmul_batch)
     const kernels::matmul_task rkvg[4] = {{&L.wr, xs[mix_r], C, r, C}, {&L.wk, xs[mix_k], C, k, C},
                                           {&L.wv, xs[mix_v], C, v, C}, {&L.wg, xs[mix_g], C, g, C}};
-    kernels::matmul_batch(rkvg, n, pool);
+    kernels::matmul_batch(rkvg, n, pool, rwkv_gemm_sum);
     kernels::silu(g, n * C);
 
     const float* w = L.decay;
@@ -98,10 +98,10 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
     if constexpr (Mixer::dynamic_decay) {
         const std::size_t DD = hp.n_lora_decay;
         float* dd = ws.dd.data();
-        kernels::matmul(L.decay_w1, xs[mix_w], C, n, dd, DD, pool);
+        kernels::matmul(L.decay_w1, xs[mix_w], C, n, dd, DD, pool, rwkv_gemm_sum);
         kernels::tanh(dd, n * DD);
         float* wt = ws.w.data();
-        kernels::matmul(L.decay_w2, dd, DD, n, wt, C, pool);
+        kernels::matmul(L.decay_w2, dd, DD, n, wt, C, pool, rwkv_gemm_sum);
         for (std::size_t i = 0; i < n; ++i)
             for (std::size_t c = 0; c < C; ++c) wt[i * C + c] = L.decay[c] + wt[i * C + c];
         kernels::exp(wt, n * C);
@@ -124,7 +124,7 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
         const float* gi = g + i * C;
         for (std::size_t c = 0; c < C; ++c) oi[c] *= gi[c];
     }
-    kernels::matmul(L.wo, out, C, n, ws.y.data(), C, pool);
+    kernels::matmul(L.wo, out, C, n, ws.y.data(), C, pool, rwkv_gemm_sum);
 }
 
 } // namespace archetype

@@ -1,18 +1,22 @@
 #pragma once
-// The architectures the library knows, one preset header each under
-// models/presets/. with_architecture<default_architectures>(file, visitor) maps a
-// GGUF file to its entry; an application appends its own with extend_t.
-#include "archetype/models/presets/gemma3.hpp"
-#include "archetype/models/presets/llama.hpp"
-#include "archetype/models/presets/mellum.hpp"
-#include "archetype/models/presets/qwen2.hpp"
+// Every architecture the library knows, one preset header each under
+// models/presets/: the decoders (decoder_architectures.hpp), RWKV-5/6 and the
+// BERT encoder. with_architecture<default_architectures>(file or path, visitor)
+// maps a model file to its entry; an application appends its own with extend_t.
+#include "archetype/models/decoder_architectures.hpp"
+#include "archetype/models/presets/bert.hpp"
+#include "archetype/models/presets/rwkv5.hpp"
+#include "archetype/models/presets/rwkv6.hpp"
 #include "archetype/models/registry.hpp"
 
 namespace archetype {
 
-/// Entries with the same name are tried in order: the first whose accepts() holds wins.
-using default_architectures =
-    architecture_list<presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
-                      presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture>;
+/// rwkv.cpp .bin files are recognised by their bytes before any GGUF is opened.
+using rwkv_architectures =
+    architecture_list<presets::rwkv6_bin_architecture, presets::rwkv5_bin_architecture, presets::rwkv6_architecture>;
+
+using default_architectures = extend_t<decoder_architectures, presets::rwkv6_bin_architecture,
+                                       presets::rwkv5_bin_architecture, presets::rwkv6_architecture,
+                                       presets::bert_architecture>;
 
 } // namespace archetype

@@ -10,7 +10,7 @@
 // specialisation, policies/impl.hpp): the loader below only walks the layers and
 // hands each policy a binder. What the file's architecture implies beyond its keys
 // (RoPE pairing, window pattern defaults, ...) is its gguf_conventions, from the
-// architecture registry (models/architectures.hpp) or the caller. Every tensor of
+// architecture registry (models/decoder_architectures.hpp) or the caller. Every tensor of
 // the file must be bound by some policy: a file with a tensor the compiled
 // structure does not use is a shape_error naming it (no silently dropped bias).
 //
@@ -41,7 +41,7 @@
 #include "archetype/layers/ffn.hpp"
 #include "archetype/layers/norm.hpp"
 #include "archetype/layers/rope.hpp"
-#include "archetype/models/architectures.hpp"
+#include "archetype/models/decoder_architectures.hpp"
 #include "archetype/models/decoder.hpp"
 #include "archetype/policies/impl.hpp"
 
@@ -383,7 +383,7 @@ private:
     void init(const decoder_options& opt) {
         repack_ = opt.repack;
         const arch::gguf_conventions conv =
-            opt.conventions ? *opt.conventions : conventions_of(file_->architecture(), default_architectures{});
+            opt.conventions ? *opt.conventions : conventions_of(file_->architecture(), decoder_architectures{});
         const auto h = arch::read_llama_hparams(*file_, conv);
         binder b(*this, h, conv, opt);
         hp_.arch = h.arch;

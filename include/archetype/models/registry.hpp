@@ -7,6 +7,8 @@
 //       using model = presets::Qwen2;                                 // the compiled structure
 //       static constexpr arch::gguf_conventions conventions{.rope_neox = true};  // optional
 //       static bool accepts(const gguf::file& f);                     // optional: when a name is not enough
+//       // static bool accepts_path(const std::string&);  optional: a file that is not a GGUF
+//       //                                                 (rwkv.cpp .bin, told by its bytes)
 //   };
 //
 // The library's list is default_architectures (models/architectures.hpp); an
@@ -19,6 +21,7 @@
 // fold, and Hana's headers would cost every translation unit that loads a model
 // (TOOLCHAIN.md: ~20-30 ms and multi-KB messages per instantiation).
 #include <concepts>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -107,6 +110,28 @@ decltype(auto) visit_first(const gguf::file& f, F& visit, architecture_list<E, E
 }
 } // namespace detail
 
+namespace detail {
+template <class E>
+bool entry_accepts_path(const std::string& path) {
+    if constexpr (requires { { E::accepts_path(path) } -> std::convertible_to<bool>; })
+        return E::accepts_path(path);
+    else
+        return false;
+}
+template <class R, class F, class... Es>
+std::optional<R> visit_by_bytes(const std::string& path, F& visit, architecture_list<Es...>) {
+    std::optional<R> r;
+    ((!r && entry_accepts_path<Es>(path) ? (r.emplace(visit(std::type_identity<Es>{})), true) : false), ...);
+    return r;
+}
+template <class List>
+struct first_entry;
+template <class E, class... Es>
+struct first_entry<architecture_list<E, Es...>> {
+    using type = E;
+};
+} // namespace detail
+
 /// Calls visit(std::type_identity<Entry>{}) with the first entry of List that takes
 /// the file; every call must return the same type. An unknown architecture is a
 /// shape_error naming it and the known ones. The visitor loads the model itself
@@ -115,6 +140,23 @@ decltype(auto) visit_first(const gguf::file& f, F& visit, architecture_list<E, E
 template <class List, class F>
 decltype(auto) with_architecture(const gguf::file& f, F&& visit) {
     return detail::visit_first(f, visit, List{}, architecture_names(List{}));
+}
+
+/// Whether some entry of List takes the file at path (by its bytes, or as a GGUF).
+template <class... Es>
+bool takes(const std::string& path, architecture_list<Es...>) {
+    if ((detail::entry_accepts_path<Es>(path) || ...)) return true;
+    const auto f = gguf::file::open(path);
+    return (entry_accepts<Es>(f) || ...);
+}
+
+/// The same from a path: entries that recognise a file by its bytes (accepts_path:
+/// rwkv.cpp .bin) first, then the file opened as a GGUF. The visitor returns a value.
+template <class List, class F>
+auto with_architecture(const std::string& path, F&& visit) {
+    using R = decltype(visit(std::type_identity<typename detail::first_entry<List>::type>{}));
+    if (auto r = detail::visit_by_bytes<R>(path, visit, List{})) return std::move(*r);
+    return R(with_architecture<List>(gguf::file::open(path), visit));
 }
 
 } // namespace archetype

@@ -210,7 +210,7 @@ void rwkv_forward(const rwkv_weights& W, std::span<const rwkv_segment> segs, con
     if (out_rows.empty()) return;
     for (std::size_t j = 0; j < out_rows.size(); ++j)
         kernels::layer_norm(x + out_rows[j] * C, W.ln_out_w, W.ln_out_b, xn + j * C, C, hp.ln_eps);
-    kernels::matmul(W.head, xn, C, out_rows.size(), logits, hp.n_vocab, pool);
+    kernels::matmul(W.head, xn, C, out_rows.size(), logits, hp.n_vocab, pool, rwkv_gemm_sum);
 }
 
 } // namespace archetype

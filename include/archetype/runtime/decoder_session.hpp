@@ -46,6 +46,7 @@
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/kv_cache.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
+#include "archetype/runtime/session_args.hpp"
 
 namespace archetype {
 
@@ -58,8 +59,6 @@ struct decoder_session_options {
     kv_cache_type kv_type = kv_cache_type::f32;
 };
 
-/// Which rows of logits (and hidden states) prefill writes.
-enum class logits_rows { all, last };
 
 template <DecoderType D>
 class decoder_session {
@@ -129,7 +128,7 @@ public:
     const runtime::kv_cache& cache() const noexcept { return cache_; }
     std::size_t n_vocab() const noexcept { return m_->n_vocab(); }
     /// Tokens held by sequence s (= its next position).
-    std::int64_t n_past(int s) const {
+    std::int64_t n_past(seq_id s) const {
         check_seq(s);
         return cache_.n_past(std::size_t(s));
     }
@@ -137,7 +136,7 @@ public:
     /// Feeds `tokens` to sequence `seq` at its next positions. logits (may be
     /// null): [n x n_vocab] for rows == all, [n_vocab] for rows == last; hidden
     /// (may be null): the final-norm output, [n x n_embd] or [n_embd].
-    void prefill(int seq, std::span<const std::int32_t> tokens, float* logits, logits_rows rows = logits_rows::all,
+    void prefill(seq_id seq, std::span<const std::int32_t> tokens, float* logits, logits_rows rows = logits_rows::all,
                  float* hidden = nullptr) {
         check_seq(seq);
         check_tokens(tokens);
@@ -167,22 +166,10 @@ public:
 
     /// One token for each sequence in `seqs` (distinct), in one batch:
     /// logits (may be null) [seqs.size() x n_vocab], in the order of `seqs`.
-    void decode(std::span<const int> seqs, std::span<const std::int32_t> tokens, float* logits,
+    void decode(std::span<const seq_id> seqs, std::span<const std::int32_t> tokens, float* logits,
                 float* hidden = nullptr) {
-        if (seqs.size() != tokens.size())
-            throw argument_error("decode: " + std::to_string(seqs.size()) + " sequences but " +
-                                 std::to_string(tokens.size()) + " tokens (one token per sequence)");
-        if (seqs.size() > opt_.max_sequences)
-            throw argument_error("decode: " + std::to_string(seqs.size()) + " sequences in one batch, more than max_sequences = " +
-                                 std::to_string(opt_.max_sequences));
-        check_tokens(tokens);
-        for (std::size_t i = 0; i < seqs.size(); ++i) {
-            check_seq(seqs[i]);
-            for (std::size_t j = 0; j < i; ++j)
-                if (seqs[j] == seqs[i])
-                    throw argument_error("decode: sequence " + std::to_string(seqs[i]) + " appears twice in one batch");
-            check_room(std::size_t(seqs[i]), 1);
-        }
+        runtime::check_decode_batch(seqs, tokens, opt_.max_sequences, n_vocab());
+        for (const seq_id s : seqs) check_room(std::size_t(s), 1);
         if (seqs.empty()) return;
         groups_.clear();
         for (std::size_t i = 0; i < seqs.size(); ++i) {
@@ -192,13 +179,18 @@ public:
         forward(tokens.data(), seqs.size(), 0, seqs.size(), logits, hidden);
     }
 
+    /// One token for one sequence: logits (may be null) [n_vocab].
+    void decode(seq_id seq, std::int32_t token, float* logits, float* hidden = nullptr) {
+        decode(std::span<const seq_id>(&seq, 1), std::span<const std::int32_t>(&token, 1), logits, hidden);
+    }
+
     /// Forgets sequence s (its cells are reused by the next tokens fed to it).
-    void remove_sequence(int s) {
+    void remove_sequence(seq_id s) {
         check_seq(s);
         cache_.clear(std::size_t(s));
     }
     /// Makes dst a copy of src (dst's previous content is dropped).
-    void copy_sequence(int src, int dst) {
+    void copy_sequence(seq_id src, seq_id dst) {
         check_seq(src);
         check_seq(dst);
         cache_.copy(std::size_t(src), std::size_t(dst));
@@ -209,18 +201,8 @@ private:
         std::size_t seq, row, n;
     };
 
-    void check_seq(int s) const {
-        if (s < 0 || std::size_t(s) >= opt_.max_sequences)
-            throw argument_error("unknown sequence " + std::to_string(s) + ": sequence ids are 0.." +
-                                 std::to_string(opt_.max_sequences - 1) + " (max_sequences = " +
-                                 std::to_string(opt_.max_sequences) + ")");
-    }
-    void check_tokens(std::span<const std::int32_t> t) const {
-        for (std::size_t i = 0; i < t.size(); ++i)
-            if (t[i] < 0 || std::size_t(t[i]) >= n_vocab())
-                throw argument_error("token id " + std::to_string(t[i]) + " at index " + std::to_string(i) +
-                                     " is outside the vocabulary (n_vocab = " + std::to_string(n_vocab()) + ")");
-    }
+    void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
+    void check_tokens(std::span<const std::int32_t> t) const { runtime::check_tokens(t, n_vocab()); }
     void check_room(std::size_t s, std::size_t n) const {
         const auto end = std::size_t(cache_.n_past(s)) + n;
         if (end > opt_.n_ctx)

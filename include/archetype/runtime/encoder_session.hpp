@@ -50,6 +50,8 @@
 #define ARCHETYPE_ENCODER_CHUNK_TOKENS 256
 #endif
 
+#include "archetype/runtime/session_args.hpp"
+
 namespace archetype {
 
 struct encoder_options {
@@ -182,6 +184,21 @@ private:
     };
     static inline const packed_layer no_packed{};
 
+    // The position policy's embedding hook (Sinusoidal). Learned tables are the
+    // encoder model's (M.pos_embd, bound with the token-type table); RoPE rotates
+    // in attention. Workers call embed_add at once, so the encoder uses it only for
+    // policies whose state is empty.
+    using pos_impl = position_impl<typename Enc::position>;
+    static constexpr bool adds_to_embedding =
+        !detail::is_learned_positions<typename Enc::position> &&
+        requires(const typename pos_impl::weights& w, typename pos_impl::state& st, float* x) {
+            pos_impl::embed_add(w, st, std::int64_t{}, x, std::size_t{});
+        };
+    static_assert(!adds_to_embedding || std::is_empty_v<typename pos_impl::state>,
+                  "archetype: an encoder's position policy that adds to the embeddings must keep no per-session state");
+    typename pos_impl::weights pos_w_{};
+    typename pos_impl::state pos_state_{};
+
     const model_type* m_;
     encoder_options opts_;
     std::vector<packed_layer> packed_;
@@ -211,11 +228,7 @@ private:
                 throw argument_error("sequence " + std::to_string(s) + " has " + std::to_string(seq.size()) +
                                      " tokens, more than the model's " + std::to_string(m_->max_sequence()) +
                                      " positions");
-            for (std::size_t i = 0; i < seq.size(); ++i)
-                if (seq[i] < 0 || std::size_t(seq[i]) >= m_->n_vocab())
-                    throw argument_error("token id " + std::to_string(seq[i]) + " at index " + std::to_string(i) +
-                                         " of sequence " + std::to_string(s) + " is outside the vocabulary (0.." +
-                                         std::to_string(m_->n_vocab() - 1) + ")");
+            runtime::check_tokens(seq, m_->n_vocab(), std::ptrdiff_t(s));
         }
     }
 
@@ -251,11 +264,12 @@ private:
     /// Normalises one row in place (the model's norm; RMSNorm adds its optional bias).
     void norm_row(float* row, const float* w, const float* b) const {
         const std::size_t E = m_->n_embd();
-        if constexpr (std::is_same_v<typename Enc::norm, RMSNorm>) {
-            kernels::rms_norm(row, w, row, E, m_->hp.rms_eps);
+        using Norm = typename Enc::norm;
+        if constexpr (Norm::has_bias) {
+            norm_impl<Norm>::apply(row, w, b, row, E, m_->hp.norm_eps);
+        } else { // an RMS-type norm: the file's RMS eps, then the optional bias the BERT files may carry
+            norm_impl<Norm>::apply(row, w, nullptr, row, E, m_->hp.rms_eps);
             if (b) for (std::size_t i = 0; i < E; ++i) row[i] += b[i];
-        } else {
-            kernels::layer_norm(row, w, b, row, E, m_->hp.norm_eps);
         }
     }
     void norm_rows(float* x, std::size_t n_rows, const float* w, const float* b, thread_pool* pool) {
@@ -300,14 +314,8 @@ private:
             add_row(M.tok_embd, std::size_t(seqs[s][p]), y, tmp);
             if (M.has_token_types) add_row(M.type_embd, 0, y, tmp); // token type 0, as llama.cpp
             if (M.has_positions) add_row(M.pos_embd, p, y, tmp);
-            if constexpr (std::is_same_v<typename Enc::position, Sinusoidal>) {
-                // Vaswani et al.: PE(p, 2i) = sin(p / 10000^(2i/E)), PE(p, 2i+1) = cos(same)
-                for (std::size_t i = 0; 2 * i < E; ++i) {
-                    const double ang = double(p) / std::pow(10000.0, double(2 * i) / double(E));
-                    y[2 * i] += float(std::sin(ang));
-                    if (2 * i + 1 < E) y[2 * i + 1] += float(std::cos(ang));
-                }
-            }
+            if constexpr (adds_to_embedding) // the position policy's vector (Sinusoidal)
+                pos_impl::embed_add(pos_w_, pos_state_, std::int64_t(p), y, E);
             if (M.embd_norm_w) norm_row(y, M.embd_norm_w, M.embd_norm_b);
         }
     }
@@ -472,14 +480,14 @@ private:
         residual(x, w.o.data(), L.ffn.down_bias, T, L.norm2_w, L.norm2_b, post, pool);
     }
 
-    /// w.o = FFN(in) without the down bias (the residual step adds it). The
-    /// plain GeluMLP adds the up bias and applies GELU row by row while the row
-    /// is in L1; other forms go through layers::feed_forward.
+    /// w.o = FFN(in) without the down bias (the residual step adds it). A dense
+    /// ungated block (GeluMLP) adds the up bias and applies its activation row by
+    /// row while the row is in L1; other forms go through layers::feed_forward.
     void feed_forward(const layers::ffn_weights& f, const packed_layer& P, const float* in, std::size_t T, workspace& w,
                       thread_pool* pool) {
         using FFN = typename Enc::ffn;
         const std::size_t E = m_->n_embd();
-        if constexpr (!FFN::gated && FFN::name == std::string_view("GeluMLP")) {
+        if constexpr (!FFN::gated && !layers::detail::is_moe_v<FFN>) {
             const std::size_t F = f.n_ff();
             workspace::grow(w.f, T * F);
             float* a = w.f.data();
@@ -488,8 +496,7 @@ private:
                 for (std::size_t r = r0; r < r1; ++r) {
                     float* ar = a + r * F;
                     if (f.up_bias) for (std::size_t i = 0; i < F; ++i) ar[i] += f.up_bias[i];
-                    if constexpr (FFN::form == gelu_form::erf) kernels::gelu_erf(ar, F);
-                    else kernels::gelu_tanh(ar, F);
+                    ffn_impl<FFN>::apply(ar, F);
                 }
             });
             linear(f.down, P.down, a, F, T, w.o.data(), E, pool);

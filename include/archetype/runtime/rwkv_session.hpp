@@ -30,6 +30,8 @@
 #include "archetype/layers/rwkv_workspace.hpp"
 #include "archetype/models/rwkv.hpp"
 
+#include "archetype/runtime/session_args.hpp"
+
 namespace archetype {
 
 struct rwkv_session_options {
@@ -39,13 +41,14 @@ struct rwkv_session_options {
     std::size_t prefill_chunk = 128;
 };
 
-/// Which rows of a prefill produce logits.
-enum class rwkv_logits { all, last };
+/// Which rows of a prefill produce logits (the name the RWKV API had before the
+/// session front ends were unified: runtime/session_args.hpp).
+using rwkv_logits = logits_rows;
 
 template <class Arch>
 class rwkv_session {
 public:
-    using seq_id = std::int32_t;
+    using seq_id = archetype::seq_id;
     /// Magic of a saved state buffer ("RWKVSTA1" little-endian) and its header size.
     static constexpr std::uint64_t state_magic = 0x31415453564b5752ull;
     static constexpr std::size_t state_header_bytes = 8 + 6 * 8;
@@ -96,17 +99,7 @@ public:
     /// One token for each of several distinct sequences, in one batch:
     /// logits (if not null) receives seqs.size() x n_vocab floats, in order.
     void decode(std::span<const seq_id> seqs, std::span<const std::int32_t> tokens, float* logits) {
-        if (seqs.size() != tokens.size())
-            throw argument_error("decode: " + std::to_string(seqs.size()) + " sequences but " +
-                                 std::to_string(tokens.size()) + " tokens (one token per sequence)");
-        for (std::size_t i = 0; i < seqs.size(); ++i) {
-            check_seq(seqs[i]);
-            for (std::size_t j = 0; j < i; ++j)
-                if (seqs[j] == seqs[i])
-                    throw argument_error("decode: sequence " + std::to_string(seqs[i]) +
-                                         " appears twice in one batch (feed several tokens with prefill)");
-        }
-        check_tokens(tokens);
+        runtime::check_decode_batch(seqs, tokens, opt_.max_sequences, n_vocab());
         const std::size_t n = seqs.size();
         if (n == 0) return;
         ws_.reserve(W_->hp, n);
@@ -177,17 +170,8 @@ public:
     }
 
 private:
-    void check_seq(seq_id s) const {
-        if (s < 0 || std::size_t(s) >= opt_.max_sequences)
-            throw argument_error("sequence id " + std::to_string(s) + " is outside 0.." +
-                                 std::to_string(opt_.max_sequences - 1));
-    }
-    void check_tokens(std::span<const std::int32_t> tokens) const {
-        for (std::size_t i = 0; i < tokens.size(); ++i)
-            if (tokens[i] < 0 || std::size_t(tokens[i]) >= n_vocab())
-                throw argument_error("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
-                                     " is outside the vocabulary (0.." + std::to_string(n_vocab() - 1) + ")");
-    }
+    void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
+    void check_tokens(std::span<const std::int32_t> tokens) const { runtime::check_tokens(tokens, n_vocab()); }
     float* state_ptr(seq_id s) { return states_.data() + std::size_t(s) * spf_; }
 
     const rwkv_model<Arch>* model_;

@@ -19,14 +19,16 @@
 namespace archetype::quant::half_avx512 {
 
 /// y = x * W^T for W in F16 (bf16 = false) or BF16 (bf16 = true), rows of `cols` 16-bit values.
+/// sum: the packed engine's summation order (kernels::gemm_sum).
 inline void matmul(bool bf16, const void* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
-                   std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+                   std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool,
+                   kernels::gemm_sum sum = kernels::gemm_sum::chain) {
     if (bf16)
         kernels::detail::gemm_nt_any<bf16_t>(x, ldx, static_cast<const bf16_t*>(W), cols, y, ldy, n_tok, rows, cols,
-                                             pool, false);
+                                             pool, false, sum);
     else
         kernels::detail::gemm_nt_any<std::uint16_t>(x, ldx, static_cast<const std::uint16_t*>(W), cols, y, ldy,
-                                                    n_tok, rows, cols, pool, false);
+                                                    n_tok, rows, cols, pool, false, sum);
 }
 
 } // namespace archetype::quant::half_avx512

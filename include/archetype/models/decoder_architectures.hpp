@@ -1,0 +1,19 @@
+#pragma once
+// The decoder architectures the library knows, one preset header each under
+// models/presets/ (models/architectures.hpp adds the RWKV and encoder ones). A
+// Decoder<...> loaded without an entry takes the conventions of its file's
+// architecture from this list.
+#include "archetype/models/presets/gemma3.hpp"
+#include "archetype/models/presets/llama.hpp"
+#include "archetype/models/presets/mellum.hpp"
+#include "archetype/models/presets/qwen2.hpp"
+#include "archetype/models/registry.hpp"
+
+namespace archetype {
+
+/// Entries with the same name are tried in order: the first whose accepts() holds wins.
+using decoder_architectures =
+    architecture_list<presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
+                      presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture>;
+
+} // namespace archetype
