@@ -1,12 +1,17 @@
 // archetype describe --model FILE
 // Prints the resolved architecture of a model file: the compiled structure the
 // program uses for its architecture (policies per axis) and the file's figures.
+// Every family the registry knows: the registered decoders (tools/arch/), RWKV-5/6
+// (GGUF or rwkv.cpp .bin) and BERT encoders, each by its model's describe().
 #include <cstdio>
 #include <string>
 #include <string_view>
 
 #include "archetype/core/error.hpp"
 #include "archetype/io/gguf.hpp"
+#include "archetype/models/architectures.hpp"
+#include "archetype/models/encoder_model.hpp"
+#include "archetype/runtime/rwkv_api.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
 
@@ -25,7 +30,16 @@ int cmd_describe(int argc, char** argv) {
         else throw argument_error("unknown option '" + std::string(o) + "'");
     }
     if (path.empty()) throw argument_error("--model FILE is required");
+    if (takes(path, rwkv_architectures{}))
+        return with_architecture<rwkv_architectures>(path, [&]<class E>(std::type_identity<E>) {
+            std::fputs(describe(load_model<typename E::model>(path)).c_str(), stdout);
+            return 0;
+        });
     auto file = gguf::file::open(path);
+    if (entry_accepts<presets::bert_architecture>(file)) {
+        std::fputs(describe(load_model<presets::Bert>(path)).c_str(), stdout);
+        return 0;
+    }
     return run_registered_decoder(std::move(file), decoder_job{});
 }
 

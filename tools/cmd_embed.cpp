@@ -5,7 +5,7 @@
 // bert.pooling_type, normalisation to 2 (euclidean). Output: raw float32,
 // row-major, no header (none: [total tokens x n_embd]; mean/cls/last/max:
 // [n_sequences x n_embd]; rank: [n_sequences] scores).
-// A directory is a sentence-transformers model (io/arch/bert_safetensors.hpp):
+// A directory is a sentence-transformers model (models/bert_safetensors.hpp):
 // pooling defaults to its Pooling module, normalisation to 2 with a Normalize
 // module and -1 without, and --text is tokenised by its WordPiece with [CLS]/[SEP]
 // and truncated to sentence_bert_config.json's max_seq_length, as
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "archetype/core/error.hpp"
-#include "archetype/io/arch/bert_safetensors.hpp"
+#include "archetype/models/bert_safetensors.hpp"
 #include "archetype/models/encoder.hpp"
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/runtime/encoder_session.hpp"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "archetype/io/arch/bert_safetensors.hpp"
+#include "archetype/models/bert_safetensors.hpp"
 #include "archetype/models/encoder.hpp"
 #include "archetype/runtime/encoder_session.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"

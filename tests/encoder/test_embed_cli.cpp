@@ -89,3 +89,21 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_below_64) {
     const int rc = run(m + " --ids " + long_seq);
     BOOST_TEST((rc > 0 && rc < 64));
 }
+
+// `archetype describe` on a `bert` file (the registry's BERT entry, describe(m) as for
+// decoders and RWKV): the dimensions and pooling of the fixture README's table.
+BOOST_AUTO_TEST_CASE(describe_names_the_files_encoder) {
+    const std::string out = tmp("describe.txt");
+    const int st = std::system((arg(1) + " describe --model " + arg(2) + "/model.gguf >" + out + " 2>&1").c_str());
+    BOOST_REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    std::ifstream f(out);
+    const std::string d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::remove(out.c_str());
+    BOOST_TEST_CONTEXT(d) {
+        BOOST_TEST(d.find("Encoder\n") == 0u);
+        BOOST_TEST(d.find("n_embd 64, layers 2, heads 4 x 16, ffn 128, vocab 128") != std::string::npos);
+        BOOST_TEST(d.find("learned, 64 rows") != std::string::npos);
+        BOOST_TEST(d.find("token types: 2") != std::string::npos);
+        BOOST_TEST(d.find("pooling:   mean") != std::string::npos);
+    }
+}

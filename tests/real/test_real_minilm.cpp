@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "archetype/io/arch/bert_safetensors.hpp"
+#include "archetype/models/bert_safetensors.hpp"
 #include "archetype/models/encoder.hpp"
 #include "archetype/runtime/encoder_session.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"

@@ -87,3 +87,30 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_a_small_status) {
         BOOST_TEST((rc > 0 && rc < 64), "status " << rc << " for " << bad);
     }
 }
+
+// `archetype describe` on RWKV files (the registry's RWKV entries, describe(m) as for
+// decoders): the GGUF and the rwkv.cpp .bin of the same model report the file's
+// dimensions (12 blocks, 64 wide, 256 tokens: tiny-rwkv-6v0-1m-F32.tensors.txt) and the
+// state the RWKV-6 formula gives: n_layer x (2 + head size) x n_embd floats.
+BOOST_AUTO_TEST_CASE(describe_reads_the_files_dimensions) {
+    auto describe = [](const std::string& model) {
+        const std::string out = tmp_file("describe.txt");
+        std::string cmd = "'";
+        cmd += program();
+        cmd += "' describe --model '" + fixtures_dir() + "/" + model + "' >'" + out + "' 2>&1";
+        BOOST_REQUIRE_EQUAL(std::system(cmd.c_str()), 0);
+        std::ifstream f(out);
+        return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    };
+    const std::size_t state_bytes = 12 * (2 + 8) * 64 * sizeof(float);
+    for (const std::string model : {"tiny-rwkv-6v0-1m-F32.gguf", "tiny-rwkv-6v0-1m-FP32.bin"}) {
+        const std::string d = describe(model);
+        BOOST_TEST_CONTEXT(model << ":\n" << d) {
+            BOOST_TEST(d.find("Rwkv6") != std::string::npos);
+            BOOST_TEST(d.find("layers:    12\n") != std::string::npos);
+            BOOST_TEST(d.find("embd:      64\n") != std::string::npos);
+            BOOST_TEST(d.find("vocab:     256\n") != std::string::npos);
+            BOOST_TEST(d.find("state:     " + std::to_string(state_bytes) + " bytes") != std::string::npos);
+        }
+    }
+}

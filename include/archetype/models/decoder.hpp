@@ -49,8 +49,21 @@ struct model_figures {
 };
 
 namespace detail {
+/// A cache policy's figures: whether it keeps only a ring of the window on windowed
+/// layers, and its sink positions (both optional in a policy: a user's cache that
+/// says nothing is sized like FullCache in describe()/figures()).
+template <class Cache>
+inline constexpr bool cache_rolls = [] {
+    if constexpr (requires { Cache::rolling; }) return bool(Cache::rolling);
+    else return false;
+}();
+template <class Cache>
+inline constexpr dim_t cache_sink = [] {
+    if constexpr (requires { Cache::sink; }) return dim_t(Cache::sink);
+    else return dim_t(0);
+}();
 template <class Mask, class Cache>
-inline constexpr bool rolling_needs_window = !Cache::rolling || Mask::windowed;
+inline constexpr bool rolling_needs_window = !cache_rolls<Cache> || Mask::windowed;
 template <class N>
 struct decoder_base_norm {
     using type = N;
@@ -129,8 +142,8 @@ struct Decoder {
         f.attention_flops_per_token = keys_total * attention_flops_per_key_per_layer(d.n_head, d.head_dim);
         std::size_t cells = 0;
         for (std::size_t il = 0; il < d.n_layer; ++il)
-            cells += cache::rolling && layer_is_windowed(il) && d.window
-                         ? (context < d.window + cache::sink ? context : d.window + cache::sink)
+            cells += detail::cache_rolls<cache> && layer_is_windowed(il) && d.window
+                         ? (context < d.window + detail::cache_sink<cache> ? context : d.window + detail::cache_sink<cache>)
                          : context;
         f.cache_bytes = cells * kv_bytes_per_token_per_layer(d.n_head_kv, d.head_dim);
         return f;
@@ -150,7 +163,7 @@ struct Decoder {
         s += describe_line("position", position::describe());
         s += describe_line("mask", mask::describe());
         std::string c = cache::describe();
-        if constexpr (cache::rolling) {
+        if constexpr (detail::cache_rolls<cache>) {
             c += mask::window == dynamic ? " (ring of the file's window per sequence per windowed layer)"
                                          : " (ring of " + std::to_string(mask::window) +
                                                " cells per sequence per windowed layer)";

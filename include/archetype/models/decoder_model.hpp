@@ -52,9 +52,6 @@ template <class T>
 inline constexpr bool is_decoder_v = false;
 template <class... Ps>
 inline constexpr bool is_decoder_v<Decoder<Ps...>> = true;
-
-template <class T>
-inline constexpr bool is_interleave_v = requires { T::period; };
 } // namespace detail
 
 template <class T>
@@ -326,60 +323,6 @@ private:
         return w;
     }
 
-    /// The mask policy's layer pattern and window against the file's.
-    void read_windows(const arch::llama_hparams& h) {
-        hp_.windowed.assign(h.n_layer, false);
-        const std::size_t file_w = h.n_swa;
-        auto window_of = [&](dim_t compiled, const std::string& what) -> std::size_t {
-            if (compiled != dynamic) {
-                if (file_w != 0 && file_w != compiled)
-                    throw shape_error(what + " but the file has " + h.arch + ".attention.sliding_window = " +
-                                      std::to_string(file_w));
-                return compiled;
-            }
-            if (file_w == 0)
-                throw shape_error(what + " takes the window from the file, but the file has no " + h.arch +
-                                  ".attention.sliding_window");
-            return file_w;
-        };
-        if constexpr (!mask::windowed) {
-            if (file_w != 0)
-                for (std::size_t il = 0; il < h.n_layer; ++il)
-                    if (h.swa_layers[il])
-                        throw shape_error(mask::describe() + " but the file has " + h.arch +
-                                          ".attention.sliding_window = " + std::to_string(file_w) + " on layer " +
-                                          std::to_string(il));
-        } else if constexpr (!detail::is_interleave_v<mask>) {
-            hp_.window = window_of(mask::window, mask::describe());
-            for (std::size_t il = 0; il < h.n_layer; ++il) {
-                if (h.swa_pattern_in_file && !h.swa_layers[il])
-                    throw shape_error(mask::describe() + " windows every layer but the file's " + h.arch +
-                                      ".attention.sliding_window_pattern makes layer " + std::to_string(il) + " global");
-                hp_.windowed[il] = true;
-            }
-        } else {
-            static_assert(!detail::is_interleave_v<mask> || !mask::global::windowed,
-                          "archetype: Interleave<N, Local, Global>: the decoder run time needs Global = Causal");
-            hp_.window = window_of(mask::local::window, mask::describe());
-            for (std::size_t il = 0; il < h.n_layer; ++il) {
-                if constexpr (mask::period == dynamic) {
-                    if (!h.swa_pattern_in_file)
-                        throw shape_error(mask::describe() + " takes the layer pattern from the file, but the file has no " +
-                                          h.arch + ".attention.sliding_window_pattern");
-                    hp_.windowed[il] = h.swa_layers[il];
-                } else {
-                    hp_.windowed[il] = mask::is_local(il);
-                    if (h.swa_pattern_in_file && h.swa_layers[il] != hp_.windowed[il])
-                        throw shape_error(mask::describe() + " makes layer " + std::to_string(il) +
-                                          (hp_.windowed[il] ? " windowed" : " global") + " but the file's " + h.arch +
-                                          ".attention.sliding_window_pattern says " +
-                                          (h.swa_layers[il] ? "windowed" : "global"));
-                }
-            }
-        }
-        hp_.dims.window = hp_.window;
-    }
-
     void init(const decoder_options& opt) {
         repack_ = opt.repack;
         const arch::gguf_conventions conv =
@@ -399,7 +342,11 @@ private:
         check_dim(D::n_head, h.n_head, h.arch + ".attention.head_count");
         check_dim(D::n_head_kv, h.n_head_kv, h.arch + ".attention.head_count_kv");
         check_dim(D::head_dim, h.head_dim, "head dimension");
-        read_windows(h);
+        // the mask policy's window and windowed layers, checked against the file's keys
+        auto lw = mask_impl<mask>::layers(h);
+        hp_.window = lw.window;
+        hp_.windowed = std::move(lw.windowed);
+        d.window = hp_.window;
 
         // attention
         hp_.attn.n_head = h.n_head;
@@ -518,6 +465,12 @@ private:
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
 };
+
+/// The one describe spelling of the three families (decoder, encoder, RWKV).
+template <DecoderType D>
+std::string describe(const decoder_model<D>& m) {
+    return m.describe();
+}
 
 /// Loads a decoder model; Model is a Decoder<...> type.
 template <DecoderType Model>

@@ -12,7 +12,7 @@
 //
 // Other formats bind through the second constructor: hyperparameters plus
 // tensors described in GGUF terms (ne order, ggml type) under GGUF names, and
-// an owner keeping their memory mapped (io/arch/bert_safetensors.hpp reads
+// an owner keeping their memory mapped (models/bert_safetensors.hpp reads
 // sentence-transformers directories this way); the same checks apply.
 #include <algorithm>
 #include <cstddef>
@@ -81,6 +81,24 @@ public:
     std::size_t n_rank_outputs() const noexcept {
         return has_cls_out ? cls_out.rows : has_cls ? cls.rows : hp.n_embd;
     }
+    /// The resolved architecture with the file's dimensions (the same spelling as
+    /// decoder_model::describe and rwkv_model::describe; also the free describe(m)).
+    std::string describe() const {
+        using detail::describe_line;
+        std::string s = Enc::describe();
+        s += "File\n";
+        s += describe_line("arch", hp.arch);
+        s += describe_line("dims", "n_embd " + std::to_string(hp.n_embd) + ", layers " + std::to_string(hp.n_layer) +
+                                       ", heads " + std::to_string(hp.n_head) + " x " + std::to_string(hp.head_dim) +
+                                       ", ffn " + std::to_string(hp.n_ff) + ", vocab " + std::to_string(hp.n_vocab));
+        s += describe_line("positions", has_positions ? "learned, " + std::to_string(pos_embd.rows) + " rows" : "none in the file");
+        s += describe_line("token types", has_token_types ? std::to_string(type_embd.rows) : std::string("none"));
+        s += describe_line("pooling", std::string(pooling_name(hp.pooling)) + " (the file's default)");
+        if (window_) s += describe_line("window", std::to_string(window_) + " (symmetric)");
+        s += describe_line("max sequence", std::to_string(max_seq_));
+        return s;
+    }
+
     /// The GGUF file (argument_error for a model bound from another format).
     const gguf::file& file() const {
         if (!file_) throw argument_error("this encoder model was not loaded from a GGUF file");
@@ -295,6 +313,13 @@ private:
         }
     }
 };
+
+/// The one describe spelling of the loaded models of the three families (decoder,
+/// encoder, RWKV): describe(m) == m.describe(); describe<Type>() for a type alone.
+template <class Enc>
+std::string describe(const encoder_model<Enc>& m) {
+    return m.describe();
+}
 
 /// Opens a `bert` GGUF file for the Encoder type Enc.
 template <class Enc>

@@ -139,12 +139,16 @@ struct rwkv_model {
     std::string source; ///< "rwkv.cpp .bin v101 FP16", "GGUF rwkv6", ...
 
     const rwkv_hparams& hparams() const noexcept { return weights.hp; }
+    /// The compiled structure with the loaded dimensions (as decoder_model::describe).
+    std::string describe() const;
 };
 
 /// The loaded dimensions of a model, after its compiled structure.
 template <class Arch>
-std::string describe(const rwkv_model<Arch>& m) {
-    const auto& hp = m.hparams();
+    requires RwkvArchitecture<Arch>
+std::string rwkv_model<Arch>::describe() const {
+    const auto& hp = hparams();
+    const auto& m = *this;
     std::string s = Arch::describe();
     s += "loaded from " + m.source + ":\n";
     s += detail::describe_line("embd", std::to_string(hp.n_embd));
@@ -161,6 +165,11 @@ std::string describe(const rwkv_model<Arch>& m) {
     s += detail::describe_line("state", std::to_string(hp.state_floats() * sizeof(float)) +
                                             " bytes per sequence (constant in the sequence length)");
     return s;
+}
+/// The one describe spelling of the three families (decoder, encoder, RWKV).
+template <class Arch>
+std::string describe(const rwkv_model<Arch>& m) {
+    return m.describe();
 }
 
 namespace detail {

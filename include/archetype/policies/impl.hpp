@@ -13,6 +13,11 @@
 //   norm_impl<N>       the normalisation of a row (policies/norm.hpp)
 //   embedding_impl<E>  what is done to a token's embedding row (policies/embedding.hpp)
 //   mixer_impl<M>      the attention block's tensors (policies/mixer.hpp)
+//   mask_impl<M>       a decoder mask's window and windowed layers, checked against
+//                      the file (policies/mask.hpp)
+//   cache_impl<C>      where a decoder keeps keys and values, and how a layer
+//                      attends over them (runtime/cache/*.hpp); RecurrentState's
+//                      names the RWKV state store
 //
 // docs/README.md ("Adding a policy") lists each hook with its signature.
 #include <cstddef>
@@ -53,6 +58,18 @@ struct mixer_impl {
     static_assert(detail::no_impl<P>,
                   "archetype: this mixer policy has no behaviour: specialise archetype::mixer_impl<YourPolicy> "
                   "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct mask_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this mask policy has no behaviour in a decoder: specialise archetype::mask_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct cache_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this cache policy has no behaviour: specialise archetype::cache_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a policy, and runtime/cache/)");
 };
 
 /// What a position policy's per-session state is sized for (position_impl<P>::init).

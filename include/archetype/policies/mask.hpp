@@ -1,12 +1,17 @@
 #pragma once
 // Mask / window axis: which keys a query may attend to, by position.
 // `visible(p_query, p_key, window)` is the whole rule; attention code and the
-// `archetype mask` printout both call it.
+// `archetype mask` printout both call it. How a decoder mask meets a file — its
+// window and which layers it windows, checked against the file's keys — is its
+// mask_impl<M>::layers hook, at the end of this header.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "archetype/core/dims.hpp"
+#include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
+#include "archetype/policies/impl.hpp"
 
 namespace archetype {
 
@@ -95,6 +100,95 @@ struct Interleave {
     static std::string describe() {
         return "Interleave<" + (N == dynamic ? std::string("dynamic") : std::to_string(N)) + ", " + Local::describe() +
                ", " + Global::describe() + ">";
+    }
+};
+
+/// Which layers of a decoder are windowed, and the window (0 = none): what a mask
+/// policy makes of a file (mask_impl<M>::layers). The cache policy sizes each layer's
+/// cells from it (runtime/cache/), the position policy may rotate windowed layers
+/// with their own base.
+struct layer_windows {
+    std::size_t window = 0;
+    std::vector<bool> windowed; // per layer
+};
+
+namespace detail {
+/// The window a SlidingWindow<W> gets from W (compiled) or the file's
+/// {arch}.attention.sliding_window; `Keys` is io/arch/llama.hpp's llama_hparams.
+template <class Keys>
+std::size_t mask_window(dim_t compiled, const Keys& h, const std::string& what) {
+    const std::size_t file_w = h.n_swa;
+    if (compiled != dynamic) {
+        if (file_w != 0 && file_w != compiled)
+            throw shape_error(what + " but the file has " + h.arch + ".attention.sliding_window = " + std::to_string(file_w));
+        return compiled;
+    }
+    if (file_w == 0)
+        throw shape_error(what + " takes the window from the file, but the file has no " + h.arch +
+                          ".attention.sliding_window");
+    return file_w;
+}
+} // namespace detail
+
+// Hook of a decoder mask: `template <class Keys> static layer_windows layers(const Keys& h)`,
+// h being the file's architecture keys (n_layer, n_swa, swa_layers, swa_pattern_in_file, arch);
+// it throws shape_error naming the key when the file contradicts the policy.
+
+/// Causal: no layer is windowed, and a file that windows a layer is refused
+/// (running it unwindowed would be silently wrong).
+template <>
+struct mask_impl<Causal> {
+    template <class Keys>
+    static layer_windows layers(const Keys& h) {
+        if (h.n_swa != 0)
+            for (std::size_t il = 0; il < h.n_layer; ++il)
+                if (h.swa_layers[il])
+                    throw shape_error(Causal::describe() + " but the file has " + h.arch + ".attention.sliding_window = " +
+                                      std::to_string(h.n_swa) + " on layer " + std::to_string(il));
+        return {0, std::vector<bool>(h.n_layer, false)};
+    }
+};
+
+/// SlidingWindow<W>: every layer windowed.
+template <dim_t W>
+struct mask_impl<SlidingWindow<W>> {
+    template <class Keys>
+    static layer_windows layers(const Keys& h) {
+        using M = SlidingWindow<W>;
+        layer_windows r{detail::mask_window(W, h, M::describe()), std::vector<bool>(h.n_layer, true)};
+        for (std::size_t il = 0; il < h.n_layer; ++il)
+            if (h.swa_pattern_in_file && !h.swa_layers[il])
+                throw shape_error(M::describe() + " windows every layer but the file's " + h.arch +
+                                  ".attention.sliding_window_pattern makes layer " + std::to_string(il) + " global");
+        return r;
+    }
+};
+
+/// Interleave<N, Local, Causal>: the first N-1 layers of each group windowed (N
+/// dynamic: the file's pattern decides).
+template <dim_t N, class Local, class Global>
+struct mask_impl<Interleave<N, Local, Global>> {
+    static_assert(!Global::windowed,
+                  "archetype: Interleave<N, Local, Global>: the decoder run time needs Global = Causal");
+    template <class Keys>
+    static layer_windows layers(const Keys& h) {
+        using M = Interleave<N, Local, Global>;
+        layer_windows r{detail::mask_window(Local::window, h, M::describe()), std::vector<bool>(h.n_layer, false)};
+        for (std::size_t il = 0; il < h.n_layer; ++il) {
+            if constexpr (N == dynamic) {
+                if (!h.swa_pattern_in_file)
+                    throw shape_error(M::describe() + " takes the layer pattern from the file, but the file has no " +
+                                      h.arch + ".attention.sliding_window_pattern");
+                r.windowed[il] = h.swa_layers[il];
+            } else {
+                r.windowed[il] = M::is_local(il);
+                if (h.swa_pattern_in_file && h.swa_layers[il] != r.windowed[il])
+                    throw shape_error(M::describe() + " makes layer " + std::to_string(il) +
+                                      (r.windowed[il] ? " windowed" : " global") + " but the file's " + h.arch +
+                                      ".attention.sliding_window_pattern says " + (h.swa_layers[il] ? "windowed" : "global"));
+            }
+        }
+        return r;
     }
 };
 

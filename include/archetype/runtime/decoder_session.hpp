@@ -8,10 +8,10 @@
 //   sess.prefill(0, prompt, logits);                 // logits [n x n_vocab] (or last row only)
 //   sess.decode(seqs, next_tokens, logits);          // logits [seqs x n_vocab]
 //
-// Prefill runs in chunks of at most n_ubatch tokens, and at most the window
-// when a layer keeps a rolling cache (the attention of a chunk covers the ring
-// as it was before the chunk plus the chunk itself, as the Mistral reference
-// describes). Every projection of a chunk is one GEMM; decode runs each
+// Prefill runs in chunks of at most n_ubatch tokens (and at most what the cache
+// policy allows: a ring of W cells takes chunks of ≤ W). Where keys and values
+// are kept and how a layer attends over them is the cache policy's
+// (cache_impl<C>, runtime/cache/); the session computes the rows. Every projection of a chunk is one GEMM; decode runs each
 // projection once for all sequences (n_tok = number of sequences); attention is
 // split over heads on the thread pool. All buffers are allocated when the
 // session is made (and a sequence's cache when it is first written): decode
@@ -44,7 +44,8 @@
 #include "archetype/layers/positions.hpp"
 #include "archetype/layers/rope.hpp"
 #include "archetype/models/decoder_model.hpp"
-#include "archetype/runtime/kv_cache.hpp"
+#include "archetype/runtime/cache/full.hpp"
+#include "archetype/runtime/cache/rolling.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/session_args.hpp"
 
@@ -71,19 +72,20 @@ public:
         if (opt_.n_ubatch == 0) throw argument_error("n_ubatch = 0: need at least one token per forward pass");
         if (opt_.n_ctx == 0) opt_.n_ctx = hp.n_ctx_train;
         pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, opt_.n_threads));
-        runtime::kv_layout L;
-        L.n_layer = hp.dims.n_layer;
-        L.n_head_kv = hp.dims.n_head_kv;
-        L.head_dim = hp.dims.head_dim;
-        L.n_ctx = opt_.n_ctx;
-        L.window = hp.window;
-        L.sink = D::cache::rolling ? D::cache::sink : 0;
-        L.half = opt_.kv_type == kv_cache_type::f16;
-        L.rolling.assign(L.n_layer, false);
-        for (std::size_t il = 0; il < L.n_layer; ++il) L.rolling[il] = D::cache::rolling && hp.windowed[il];
-        cache_ = runtime::kv_cache(L, opt_.max_sequences);
-        chunk_ = opt_.n_ubatch;
-        if (cache_.has_rolling()) chunk_ = std::min(chunk_, hp.window);
+        // the cache policy sizes its memory from the mask's windows (runtime/cache/)
+        runtime::cache_geometry g;
+        g.n_layer = hp.dims.n_layer;
+        g.n_head_kv = hp.dims.n_head_kv;
+        g.head_dim = hp.dims.head_dim;
+        g.n_ctx = opt_.n_ctx;
+        g.window = hp.window;
+        g.windowed = &hp.windowed;
+        g.half = opt_.kv_type == kv_cache_type::f16;
+        chunk_ = std::min(opt_.n_ubatch, cache_impl_t::chunk_limit(g));
+        g.n_ubatch = chunk_;
+        cache_ = runtime::kv_cache(cache_impl_t::layout(g), opt_.max_sequences);
+        cache_impl_t::init(g, cache_scratch_);
+        attention_keys_ = cache_impl_t::attention_keys(g);
         rows_ = std::max(chunk_, opt_.max_sequences);
         const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width(), kw = hp.attn.kv_width();
         x_.assign(rows_ * E, 0.f);
@@ -101,18 +103,6 @@ public:
         if (two_ropes_) {
             cos_swa_.assign(rows_ * half, 0.f);
             sin_swa_.assign(rows_ * half, 0.f);
-        }
-        if (cache_.has_rolling()) {
-            const std::size_t cells = L.sink + L.window;
-            const std::size_t n = L.n_head_kv * (cells + chunk_) * L.head_dim;
-            if (L.half) {
-                ck16_.assign(n, 0);
-                cv16_.assign(n, 0);
-            } else {
-                ck_.assign(n, 0.f);
-                cv_.assign(n, 0.f);
-            }
-            cpos_.assign(cells + chunk_, -1);
         }
         groups_.reserve(rows_);
         // the position policy's per-session state (bias tables, scratch rows), sized once
@@ -220,6 +210,7 @@ private:
     // additive score bias of head h between a query at pq and a visible key at pk
     // (ALiBi, T5 buckets), and a vector added to each embedding row (sinusoidal, learned).
     using pos_impl = position_impl<typename D::position>;
+    using cache_impl_t = cache_impl<typename D::cache>;
     static constexpr bool biased = requires(const typename pos_impl::weights& w, const typename pos_impl::state& st) {
         pos_impl::score_bias(w, st, std::size_t{}, std::size_t{}, std::int64_t{}, std::int64_t{});
     };
@@ -231,7 +222,7 @@ private:
         return pos_impl::score_bias(m_->positions(), pos_state_, il, h, pq, pk);
     }
     /// kernels::attention with the position bias when the model has one; key_pos(j)
-    /// is the position of key row j, query row i is at p0 + i.
+    /// is the position of key row j, query row i is at p0 + i. The cache policy calls it.
     template <class Visible, class Range, class KeyPos>
     void attention_at(std::size_t il, const kernels::attention_params& p, Visible&& visible, Range&& range,
                       std::int64_t p0, KeyPos&& key_pos) {
@@ -259,143 +250,39 @@ private:
         w.sel.resize(rows_ * X);
         layers::ffn_workspace::grow(w.sel_w, rows_ * X);
         std::vector<float>& a = kernels::detail::attention_scratch();
-        const std::size_t cells = std::max(opt_.n_ctx, hp.window + (D::cache::rolling ? D::cache::sink : 0) + chunk_);
-        if (a.size() < kernels::detail::attention_q_block * cells) a.resize(kernels::detail::attention_q_block * cells);
+        if (a.size() < kernels::detail::attention_q_block * attention_keys_)
+            a.resize(kernels::detail::attention_q_block * attention_keys_);
     }
 
+    /// Layer il's attention for one sequence's rows: the cache policy keeps the
+    /// new keys / values and runs attention over what a query may see.
     void attend(std::size_t il, const group& gr) {
         const auto& hp = m_->hparams();
         const auto& ad = hp.attn;
-        const std::size_t hd = ad.head_dim, qw = ad.q_width(), kw = ad.kv_width(), G = ad.n_head_kv;
-        const std::size_t s = gr.seq, m = gr.n, r0 = gr.row;
-        const std::int64_t p0 = pos_[r0];
-        layers::causal_rule rule;
-        if (hp.windowed[il]) {
-            rule.window = std::int64_t(hp.window);
-            rule.sink = std::int64_t(cache_.layout().sink);
-        }
-        kernels::attention_params p;
+        const std::size_t qw = ad.q_width(), kw = ad.kv_width();
+        runtime::attend_step st;
+        st.seq = gr.seq;
+        st.layer = il;
+        st.p0 = pos_[gr.row];
+        st.n = gr.n;
+        st.k = k_.data() + gr.row * kw;
+        st.v = v_.data() + gr.row * kw;
+        st.ld = kw;
+        st.window = hp.windowed[il] ? std::int64_t(hp.window) : 0;
+        auto& p = st.params;
         p.n_head = ad.n_head;
-        p.n_head_kv = G;
-        p.head_dim = hd;
+        p.n_head_kv = ad.n_head_kv;
+        p.head_dim = ad.head_dim;
         p.scale = ad.scale;
-        p.q = q_.data() + r0 * qw;
+        p.q = q_.data() + gr.row * qw;
         p.ldq = qw;
-        p.n_q = m;
-        p.out = ao_.data() + r0 * qw;
+        p.n_q = gr.n;
+        p.out = ao_.data() + gr.row * qw;
         p.ldo = qw;
-        const float* kr = k_.data() + r0 * kw;
-        const float* vr = v_.data() + r0 * kw;
-        if (!cache_.rolling(il)) {
-            // full cache: cell = position; write the rows, then attend over the
-            // cells a query of this group can see
-            for (std::size_t g = 0; g < G; ++g)
-                for (std::size_t i = 0; i < m; ++i) store(s, il, g, std::size_t(p0 + std::int64_t(i)), kr + i * kw + g * hd, vr + i * kw + g * hd);
-            const std::int64_t j0 = rule.window ? std::max<std::int64_t>(0, p0 - rule.window + 1) : 0;
-            point_at_cache(p, s, il, std::size_t(j0));
-            p.ldkv = hd;
-            p.kv_head_stride = cache_.head_stride(il);
-            p.n_kv = std::size_t(p0 - j0) + m;
-            // keys a block of rows [i0, i1) can see: causal bound p0 + i1 - 1, window lower bound
-            auto keys = [&](std::size_t i0, std::size_t i1, std::size_t n_kv) {
-                std::int64_t lo = 0;
-                if (rule.window && rule.sink == 0)
-                    lo = std::max<std::int64_t>(0, p0 + std::int64_t(i0) - rule.window + 1 - j0);
-                const std::int64_t hi = std::min<std::int64_t>(std::int64_t(n_kv), p0 + std::int64_t(i1) - j0);
-                return std::pair<std::size_t, std::size_t>(std::size_t(std::min(lo, hi)), std::size_t(hi));
-            };
-            attention_at(il, p, layers::cell_visibility{rule, p0, j0}, keys, p0,
-                         [&](std::size_t j) { return j0 + std::int64_t(j); });
-            return;
-        }
-        const std::size_t cells = cache_.cells(il);
-        const std::int64_t* rp = cache_.ring_positions(s);
-        if (m == 1) {
-            // one token: the cell it takes holds a position the token cannot see
-            // (p - W), so write first and attend over the ring in place
-            const std::size_t c = cache_.ring_cell(p0);
-            for (std::size_t g = 0; g < G; ++g) store(s, il, g, c, kr + g * hd, vr + g * hd);
-            point_at_cache(p, s, il, 0);
-            p.ldkv = hd;
-            p.kv_head_stride = cache_.head_stride(il);
-            p.n_kv = cells;
-            auto key_pos = [&](std::size_t j) { return j == c ? p0 : rp[j]; };
-            attention_at(
-                il, p, [&](std::size_t, std::size_t j) { return rule(p0, key_pos(j)); }, kernels::all_keys{}, p0, key_pos);
-            return;
-        }
-        // a chunk: attend over the ring as it was plus the chunk's own rows, then
-        // write the chunk into the ring
-        const std::size_t n_kv = cells + m;
-        for (std::size_t g = 0; g < G; ++g) {
-            if (cache_.half()) {
-                std::uint16_t* ck = ck16_.data() + g * n_kv * hd;
-                std::uint16_t* cv = cv16_.data() + g * n_kv * hd;
-                std::memcpy(ck, cache_.k16(s, il, g), cells * hd * sizeof(std::uint16_t));
-                std::memcpy(cv, cache_.v16(s, il, g), cells * hd * sizeof(std::uint16_t));
-                for (std::size_t i = 0; i < m; ++i) {
-                    kernels::f32_to_f16(kr + i * kw + g * hd, ck + (cells + i) * hd, hd);
-                    kernels::f32_to_f16(vr + i * kw + g * hd, cv + (cells + i) * hd, hd);
-                }
-                continue;
-            }
-            float* ck = ck_.data() + g * n_kv * hd;
-            float* cv = cv_.data() + g * n_kv * hd;
-            std::memcpy(ck, cache_.k(s, il, g), cells * hd * sizeof(float));
-            std::memcpy(cv, cache_.v(s, il, g), cells * hd * sizeof(float));
-            for (std::size_t i = 0; i < m; ++i) {
-                std::memcpy(ck + (cells + i) * hd, kr + i * kw + g * hd, hd * sizeof(float));
-                std::memcpy(cv + (cells + i) * hd, vr + i * kw + g * hd, hd * sizeof(float));
-            }
-        }
-        for (std::size_t j = 0; j < cells; ++j) cpos_[j] = rp[j];
-        for (std::size_t i = 0; i < m; ++i) cpos_[cells + i] = p0 + std::int64_t(i);
-        if (cache_.half()) {
-            p.k16 = ck16_.data();
-            p.v16 = cv16_.data();
-        } else {
-            p.k = ck_.data();
-            p.v = cv_.data();
-        }
-        p.ldkv = hd;
-        p.kv_head_stride = n_kv * hd;
-        p.n_kv = n_kv;
-        const std::int64_t* cp = cpos_.data();
-        // the chunk's own rows after row i1 - 1 are in its future
-        auto keys = [&](std::size_t, std::size_t i1, std::size_t n) {
-            return std::pair<std::size_t, std::size_t>(0, std::min(n, cells + i1));
-        };
-        attention_at(
-            il, p, [&](std::size_t i, std::size_t j) { return rule(p0 + std::int64_t(i), cp[j]); }, keys, p0,
-            [&](std::size_t j) { return cp[j]; });
-        for (std::size_t i = 0; i < m; ++i) {
-            const std::size_t c = cache_.ring_cell(p0 + std::int64_t(i));
-            for (std::size_t g = 0; g < G; ++g) store(s, il, g, c, kr + i * kw + g * hd, vr + i * kw + g * hd);
-        }
-    }
-
-    /// Writes one key row and one value row into cell c of (sequence, layer, kv head),
-    /// rounding to half for a half cache.
-    void store(std::size_t s, std::size_t il, std::size_t g, std::size_t c, const float* k, const float* v) {
-        const std::size_t hd = m_->hparams().attn.head_dim;
-        if (cache_.half()) {
-            kernels::f32_to_f16(k, cache_.k16(s, il, g) + c * hd, hd);
-            kernels::f32_to_f16(v, cache_.v16(s, il, g) + c * hd, hd);
-        } else {
-            std::memcpy(cache_.k(s, il, g) + c * hd, k, hd * sizeof(float));
-            std::memcpy(cache_.v(s, il, g) + c * hd, v, hd * sizeof(float));
-        }
-    }
-    /// Attention reads the cache of (sequence, layer) from cell c0 on.
-    void point_at_cache(kernels::attention_params& p, std::size_t s, std::size_t il, std::size_t c0) {
-        const std::size_t hd = m_->hparams().attn.head_dim;
-        if (cache_.half()) {
-            p.k16 = cache_.k16(s, il, 0) + c0 * hd;
-            p.v16 = cache_.v16(s, il, 0) + c0 * hd;
-        } else {
-            p.k = cache_.k(s, il, 0) + c0 * hd;
-            p.v = cache_.v(s, il, 0) + c0 * hd;
-        }
+        cache_impl_t::attend(cache_, cache_scratch_, st,
+                             [&](const kernels::attention_params& ap, auto&& visible, auto&& range, auto&& key_pos) {
+                                 attention_at(il, ap, visible, range, st.p0, key_pos);
+                             });
     }
 
     /// One forward pass of n rows (groups_ and pos_ set); writes logits/hidden of
@@ -432,7 +319,7 @@ private:
             if constexpr (post) layers::apply_norm<Norm>(L.ffn_post_norm, t_.data(), E, t_.data(), E, n, E);
             add_into(x_.data(), t_.data(), n * E);
         }
-        for (const auto& g : groups_) cache_.commit(g.seq, g.n);
+        for (const auto& g : groups_) cache_impl_t::commit(cache_, g.seq, g.n);
         if (out_n == 0 || (!logits && !hidden)) return;
         float* hrow = hidden ? hidden : h_.data();
         layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
@@ -451,13 +338,14 @@ private:
     decoder_session_options opt_;
     std::unique_ptr<thread_pool> pool_;
     runtime::kv_cache cache_;
+    typename cache_impl_t::scratch cache_scratch_; // the cache policy's per-session buffers
+    std::size_t attention_keys_ = 0;               // most key rows of one attention call
     std::size_t chunk_ = 0, rows_ = 0;
-    std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_, ck_, cv_;
-    std::vector<std::uint16_t> ck16_, cv16_; // the rolling chunk's keys / values for a half cache
+    std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_;
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
     std::vector<float> cos_swa_, sin_swa_;
-    std::vector<std::int64_t> pos_, cpos_;
+    std::vector<std::int64_t> pos_;
     std::vector<group> groups_;
     layers::ffn_workspace ws_;
 };

@@ -42,6 +42,7 @@
 #include "archetype/kernels/norm.hpp"
 #include "archetype/kernels/pooling.hpp"
 #include "archetype/kernels/rope.hpp"
+#include "archetype/layers/rope.hpp"
 #include "archetype/layers/ffn.hpp"
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/runtime/encoder_mask.hpp"
@@ -204,7 +205,7 @@ private:
     std::vector<packed_layer> packed_;
     std::unique_ptr<thread_pool> pool_;
     std::vector<float> x_;       // hidden states of the current pass [tokens x n_embd]
-    std::vector<float> rope_cs_; // cos/sin per position, [max pos x n_rot]
+    std::vector<float> rope_cos_, rope_sin_; // per position, [max pos x n_rot / 2]
     std::vector<float> cls_tmp_;
     // One workspace per task running at once; taken and given back under the mutex.
     std::vector<std::unique_ptr<workspace>> spare_;
@@ -320,25 +321,22 @@ private:
         }
     }
 
-    /// cos/sin of ggml's rope angles for positions 0..n-1 (theta_i = p * base^(-2i/n_rot)).
+    /// cos/sin of ggml's rope angles for positions 0..n-1 (layers::rope_tables, the
+    /// decoder's: theta_i = p * base^(-2i/n_rot), no scaling).
     void prepare_rope(std::size_t n_pos) {
         const std::size_t half = m_->hp.n_rot / 2;
-        if (rope_cs_.size() >= n_pos * 2 * half) return;
-        rope_cs_.assign(n_pos * 2 * half, 0.f);
+        if (rope_cos_.size() >= n_pos * half) return;
         using position = typename Enc::position;
-        float base = m_->hp.rope_freq_base;
+        layers::rope_params rp;
+        rp.n_rot = m_->hp.n_rot;
+        rp.freq_base = m_->hp.rope_freq_base;
         if constexpr (requires { position::base; })
-            if (position::base != 0) base = float(position::base);
-        const float theta_scale = std::pow(base, -2.0f / float(m_->hp.n_rot));
-        for (std::size_t p = 0; p < n_pos; ++p) {
-            float theta = float(p);
-            float* c = rope_cs_.data() + p * 2 * half;
-            for (std::size_t i = 0; i < half; ++i) {
-                c[i] = std::cos(theta);
-                c[half + i] = std::sin(theta);
-                theta *= theta_scale;
-            }
-        }
+            if (position::base != 0) rp.freq_base = float(position::base);
+        std::vector<std::int64_t> pos(n_pos);
+        for (std::size_t p = 0; p < n_pos; ++p) pos[p] = std::int64_t(p);
+        rope_cos_.assign(n_pos * half, 0.f);
+        rope_sin_.assign(n_pos * half, 0.f);
+        layers::rope_tables(rp, pos.data(), n_pos, rope_cos_.data(), rope_sin_.data());
     }
     void apply_rope(float* x, std::size_t ld, std::size_t n_heads, const packed_layout& lay, thread_pool* pool) {
         using position = typename Enc::position;
@@ -350,8 +348,8 @@ private:
         rows(pool, lay.n_tokens(), [&](std::size_t t0, std::size_t t1) {
             for (std::size_t t = t0; t < t1; ++t) {
                 const std::size_t p = t - lay.offsets[lay.sequence_of(t)];
-                const float* c = rope_cs_.data() + p * 2 * half;
-                kernels::rope(x + t * ld, n_heads, D, m_->hp.n_rot, c, c + half, pairing);
+                kernels::rope(x + t * ld, n_heads, D, m_->hp.n_rot, rope_cos_.data() + p * half,
+                              rope_sin_.data() + p * half, pairing);
             }
         });
     }

@@ -30,6 +30,7 @@
 #include "archetype/layers/rwkv_workspace.hpp"
 #include "archetype/models/rwkv.hpp"
 
+#include "archetype/runtime/cache/recurrent.hpp"
 #include "archetype/runtime/session_args.hpp"
 
 namespace archetype {
@@ -49,6 +50,7 @@ template <class Arch>
 class rwkv_session {
 public:
     using seq_id = archetype::seq_id;
+    using memory_type = typename cache_impl<typename Arch::cache>::memory;
     /// Magic of a saved state buffer ("RWKVSTA1" little-endian) and its header size.
     static constexpr std::uint64_t state_magic = 0x31415453564b5752ull;
     static constexpr std::size_t state_header_bytes = 8 + 6 * 8;
@@ -60,7 +62,7 @@ public:
         if (opt.prefill_chunk == 0) throw argument_error("prefill_chunk must be positive");
         pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, opt.n_threads));
         spf_ = W_->hp.state_floats();
-        states_.assign(spf_ * opt.max_sequences, 0.f);
+        states_ = memory_type(spf_, opt.max_sequences);
         ws_.reserve(W_->hp, std::max(opt.prefill_chunk, opt.max_sequences));
     }
 
@@ -69,6 +71,8 @@ public:
     std::size_t max_sequences() const noexcept { return opt_.max_sequences; }
     /// Bytes of recurrent state per sequence (independent of its length).
     std::size_t state_bytes() const noexcept { return spf_ * sizeof(float); }
+    /// The per-sequence memory (runtime/cache/memory.hpp's concept).
+    const memory_type& memory() const noexcept { return states_; }
     std::size_t n_threads() const noexcept { return pool_->size(); }
 
     /// Feeds `tokens` to sequence `s`. logits: nullptr (none), or
@@ -124,18 +128,18 @@ public:
     /// Back to the zero state (an empty sequence).
     void reset(seq_id s) {
         check_seq(s);
-        std::fill_n(state_ptr(s), spf_, 0.f);
+        states_.clear(std::size_t(s));
     }
     /// dst continues exactly as src would (fork).
     void copy_sequence(seq_id src, seq_id dst) {
         check_seq(src);
         check_seq(dst);
-        if (src != dst) std::memcpy(state_ptr(dst), state_ptr(src), state_bytes());
+        states_.copy(std::size_t(src), std::size_t(dst));
     }
     /// The raw state of s: n_layer x (2 + N) x C floats, per layer [ffn shift, att shift, wkv (H, N, N)].
     std::span<const float> state(seq_id s) const {
         check_seq(s);
-        return {states_.data() + std::size_t(s) * spf_, spf_};
+        return {states_.state(std::size_t(s)), spf_};
     }
 
     /// A self-describing copy of s's state (header with the dimensions, then the floats).
@@ -146,7 +150,7 @@ public:
         const std::uint64_t h[7] = {state_magic, std::uint64_t(hp.version), hp.n_layer, hp.n_embd, hp.head_size,
                                     hp.n_vocab, spf_};
         std::memcpy(out.data(), h, sizeof h);
-        std::memcpy(out.data() + state_header_bytes, states_.data() + std::size_t(s) * spf_, state_bytes());
+        std::memcpy(out.data() + state_header_bytes, states_.state(std::size_t(s)), state_bytes());
         return out;
     }
     /// Replaces s's state with one saved by save_state from a model of the same shape.
@@ -172,14 +176,14 @@ public:
 private:
     void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
     void check_tokens(std::span<const std::int32_t> tokens) const { runtime::check_tokens(tokens, n_vocab()); }
-    float* state_ptr(seq_id s) { return states_.data() + std::size_t(s) * spf_; }
+    float* state_ptr(seq_id s) { return states_.state(std::size_t(s)); }
 
     const rwkv_model<Arch>* model_;
     const rwkv_weights* W_;
     rwkv_session_options opt_;
     std::unique_ptr<thread_pool> pool_;
     std::size_t spf_ = 0;
-    std::vector<float> states_;
+    memory_type states_; ///< the cache policy's store (cache_impl<RecurrentState>, runtime/cache/recurrent.hpp)
     rwkv_workspace ws_;
     std::vector<rwkv_segment> segs_; ///< decode's batch description, kept to avoid per-token allocation
     std::vector<std::size_t> rows_;

@@ -1,7 +1,7 @@
 #pragma once
 // RWKV-6 "Finch": llama.cpp's `rwkv6` GGUF, and rwkv.cpp's .bin files of version 6
 // (recognised by their magic and the time_maa_x tensor of layer 0). Every
-// dimension from the file; tensor names and hyperparameters: runtime/rwkv_load.hpp.
+// dimension from the file; tensor names and hyperparameters: models/rwkv_load.hpp.
 #include <string>
 
 #include "archetype/io/mapped_file.hpp"
