@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Golden fixtures for tiny random-weight models ("zoo"), made by Hugging Face transformers.
 
-For one model family (FAMILIES below; now: qwen2) this script
+For one model family (FAMILIES below; now: qwen2, qwen3, mistral, qwen3moe, stablelm,
+starcoder2, llama3) this script
   1. builds a tiny random model with transformers (fixed seed, float32, eager attention),
      with weights large enough that the logits spread over several units and with every
      bias and norm weight perturbed away from its default (0 / 1), so that a loader that
@@ -14,15 +15,41 @@ For one model family (FAMILIES below; now: qwen2) this script
      code refuses an unknown one, so the family's converter class gets its `set_vocab`
      replaced (monkeypatched here; the converter file is not edited) by one that writes a
      dummy byte-level-BPE vocabulary of the model's size ("<t0>".."<tN-1>", see
-     dummy_set_vocab). Only token ids are used by the fixture;
+     dummy_set_vocab). Only token ids are used by the fixture.
+     mistral only: the converter writes MistralForCausalLM as GGUF architecture `llama` and
+     drops the sliding window (LlamaModel writes no `sliding_window` key, and llama.cpp's
+     llama architecture reads none). The script then adds ONE key to the converted file,
+     `llama.attention.sliding_window` (uint32, = the config's sliding_window, 8), with
+     gguf-py's own copy routine (gguf.scripts.gguf_new_metadata.copy_with_new_metadata, the
+     code behind gguf-py's `gguf-new-metadata` tool): the file is rewritten with every other
+     key (same order, types and values; the new key comes last) and every tensor (same
+     names, shapes, types, bytes) unchanged, which the script asserts. Without the key the
+     GGUF would describe a different model from the transformers one for prompts longer
+     than the window. starcoder2 likewise: StarCoder2Model writes no window either, and the
+     script adds `starcoder2.attention.sliding_window` (uint32, 8) the same way;
   4. runs transformers (model.eval(), torch.no_grad(), float32, eager attention) on two
      prompts (7 and 40 token ids), one batch each, and keeps the logits of every position;
   5. checks the GGUF: prints every metadata key and the tensor table, asserts the family's
      required tensors (e.g. the q/k/v biases) are present and F32, asserts the GGUF tensors
-     equal the checkpoint's bit for bit, confirms from llama.cpp's source (when the tree has
-     src/llama-model.cpp) the RoPE style llama.cpp uses for the architecture, and runs an
+     equal the checkpoint's bit for bit (for `llama` the converter reorders the rows of
+     q_proj/k_proj per head from HF's rotate-halves layout to llama.cpp's adjacent-pair
+     layout, LlamaModel.permute; the check applies the same reordering, written
+     independently here, to the checkpoint's q/k before comparing; for qwen3moe the
+     checkpoint's fused experts.gate_up_proj is split into its gate and up halves first; a
+     tensor the converter generates, llama3's rope_freqs.weight, is instead compared with
+     transformers' own scaled inverse frequencies), asserts the sliding
+     window in the GGUF equals the transformers config's (or that both have none), confirms
+     from llama.cpp's source (when the tree has src/llama-model.cpp) the RoPE style
+     llama.cpp uses for the architecture, and runs an
      independent float64 numpy forward pass on the GGUF tensors and hyperparameters that
-     must match the transformers logits (asserted; --no-numpy-check skips it);
+     must match the transformers logits (asserted; --no-numpy-check skips it). With a
+     sliding window the same pass is also run WITHOUT the window, and for a prompt longer
+     than the window it must then differ from transformers by > 1e-2 (so transformers did
+     apply the window) while for a shorter one it must still match. For llama3 the pass is
+     also run without rope_freqs and must then differ at n=40 (so the scaling is tested).
+     For qwen3moe the smallest gap between the k-th and (k+1)-th router probability must
+     be > 1e-4 (no near tie that float32 and float64 could break differently). The numpy
+     pass must use every GGUF tensor;
   6. writes into OUT/<family>/:
         model.gguf                     the converted model (all F32)
         tokens_7.i32.bin, tokens_40.i32.bin     the prompts, raw little-endian int32
@@ -39,6 +66,7 @@ Requirements (a virtual environment OUTSIDE the repository; see tools/reference/
 Usage:
     /work/venv-ref/bin/python tools/reference/make_zoo_fixture.py qwen2 \\
         --llama-cpp /work/peers/llama.cpp --work /work/zoo-work
+    (and the same with qwen3, mistral, qwen3moe, stablelm, starcoder2 or llama3)
     (--out defaults to tests/data/zoo of this repository; --llama-cpp-commit overrides the
     commit read from the tree's COMMIT file or git HEAD.)
 """
@@ -80,8 +108,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _perturb_biases_and_norms(model) -> list[str]:
-    """Every Linear weight ~ N(0, INIT_STD), embeddings ~ N(0, EMBED_STD), every bias ~
-    BIAS_SCALE * randn, every norm weight ~ 1 + NORM_SCALE * randn. Uses the global torch RNG
+    """Every Linear weight (2-D, incl. a MoE router) and every stacked 3-D expert weight
+    ("...experts..." parameters) ~ N(0, INIT_STD), embeddings ~ N(0, EMBED_STD), every bias
+    (incl. LayerNorm biases) ~ BIAS_SCALE * randn, every norm weight (RMSNorm or LayerNorm)
+    ~ 1 + NORM_SCALE * randn. Uses the global torch RNG
     (seeded by the caller), parameters in named_parameters() order. Returns what it touched."""
     import torch
     touched = []
@@ -99,6 +129,11 @@ def _perturb_biases_and_norms(model) -> list[str]:
             elif p.ndim == 2:
                 p.copy_(INIT_STD * torch.randn_like(p))
                 kind = "weight"
+            elif p.ndim == 3 and ".experts." in name:
+                # stacked per-expert Linear weights (Qwen3-MoE's experts.gate_up_proj
+                # [E, 2*ff, embd] and experts.down_proj [E, embd, ff]): same scale as a Linear
+                p.copy_(INIT_STD * torch.randn_like(p))
+                kind = "expert weights"
             else:
                 raise RuntimeError(f"no perturbation rule for parameter {name} {tuple(p.shape)}")
             touched.append(f"{name} ({kind})")
@@ -115,6 +150,86 @@ def _qwen2_model():
     return Qwen2ForCausalLM
 
 
+def _qwen3_config():
+    from transformers import Qwen3Config
+    return Qwen3Config
+
+
+def _qwen3_model():
+    from transformers import Qwen3ForCausalLM
+    return Qwen3ForCausalLM
+
+
+def _mistral_config():
+    from transformers import MistralConfig
+    return MistralConfig
+
+
+def _mistral_model():
+    from transformers import MistralForCausalLM
+    return MistralForCausalLM
+
+
+def _qwen3moe_config():
+    from transformers import Qwen3MoeConfig
+    return Qwen3MoeConfig
+
+
+def _qwen3moe_model():
+    from transformers import Qwen3MoeForCausalLM
+    return Qwen3MoeForCausalLM
+
+
+def _stablelm_config():
+    from transformers import StableLmConfig
+    return StableLmConfig
+
+
+def _stablelm_model():
+    from transformers import StableLmForCausalLM
+    return StableLmForCausalLM
+
+
+def _starcoder2_config():
+    from transformers import Starcoder2Config
+    return Starcoder2Config
+
+
+def _starcoder2_model():
+    from transformers import Starcoder2ForCausalLM
+    return Starcoder2ForCausalLM
+
+
+def _llama_config():
+    from transformers import LlamaConfig
+    return LlamaConfig
+
+
+def _llama_model():
+    from transformers import LlamaForCausalLM
+    return LlamaForCausalLM
+
+
+# Mistral's sliding window, small enough that the 40-token prompt crosses it. transformers 5
+# (MistralModel.forward: create_sliding_window_causal_mask whenever config.sliding_window is
+# not None, also for eager attention) builds the mask from masking_utils:
+#   causal_mask_function:   kv_idx <= q_idx
+#   sliding_window_overlay: kv_idx > q_idx - sliding_window
+# ANDed (sliding_window_causal_mask_function), i.e. key k is visible to query q iff
+# k <= q and q - k < sliding_window: a query sees itself and the sliding_window - 1 keys
+# before it. (llama.cpp's LLAMA_SWA_TYPE_STANDARD masks p1 - p0 >= n_swa: the same rule.)
+MISTRAL_SLIDING_WINDOW = 8
+STARCODER2_SLIDING_WINDOW = 8   # the same rule (Starcoder2Model uses create_sliding_window_causal_mask)
+
+# Llama 3 RoPE frequency scaling for the llama3 family. With head_dim 16 and theta 10000 the 8
+# frequency pairs have wavelengths 2*pi*10000^(2i/16) = 6.3, 19.9, 62.8, 199, 628, ... ; with
+# original_max_position_embeddings 64 the "high" band (wavelength < 64/4 = 16) keeps pair 0,
+# the smooth band [16, 64] holds pairs 1 and 2, and the rest are divided by the factor 8:
+# per-pair divisors ~ [1, 1.29, 7.67, 8, 8, 8, 8, 8].
+LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+
+
 @dataclasses.dataclass
 class Family:
     config_cls: Callable[[], Any]          # lazily imported transformers config class
@@ -127,27 +242,92 @@ class Family:
     rope_style: str                        # "neox" (rotate halves) or "norm" (adjacent pairs)
     required_tensors: list[str]            # per block ({bid}) or global names that must be F32
     numpy_forward: Callable[..., np.ndarray]
+    qk_norm: bool = False                  # per-head RMSNorm on q and k before RoPE (attn_{q,k}_norm)
+    sliding_window: int | None = None      # expected in the config and, after gguf_added_keys, in the GGUF
+    gguf_qk_permuted: bool = False         # the converter reorders q/k rows for adjacent-pair RoPE
+    gguf_added_keys: dict[str, tuple[str, Any]] = dataclasses.field(default_factory=dict)
+    #                                        keys added to the converted GGUF: name -> (GGUFValueType name, value)
+    numpy_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #                                        extra keyword arguments of numpy_forward (norm, ffn)
+    gguf_generated_tensors: list[str] = dataclasses.field(default_factory=list)
+    #                                        GGUF tensors the converter makes (not in the checkpoint)
+    split_gate_up_experts: bool = False    # checkpoint experts.gate_up_proj [E, 2ff, embd] -> gate, up
+    llama3_rope: bool = False              # check rope_freqs.weight against transformers' inv_freq
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
-                             ids: list[int], rope_style: str) -> np.ndarray:
-    """float64 reference for a pre-norm decoder (Llama/Qwen2 shape): RMSNorm, RoPE, causal
-    GQA attention with optional q/k/v/o biases, SwiGLU MLP, final RMSNorm, output head.
-    Everything (sizes, eps, rope base) is read from the GGUF, not from transformers."""
-    f64 = lambda n: tensors[n].astype(np.float64)  # noqa: E731
+                             ids: list[int], rope_style: str, *, qk_norm: bool = False,
+                             sliding_window: int | None = None, norm: str = "rms",
+                             ffn: str = "swiglu", rope_freq_factors: bool = True,
+                             stats: dict[str, Any] | None = None) -> np.ndarray:
+    """float64 reference for a pre-norm decoder (Llama/Qwen2/Qwen3/Mistral/Qwen3-MoE/StableLM/
+    StarCoder2 shape): norm, RoPE, causal GQA attention with optional q/k/v/o biases, MLP,
+    final norm, output head. Everything (sizes, eps, rope base, rope dimension count, expert
+    counts) is read from the GGUF, not from transformers. Every GGUF tensor must be used (so
+    none can be ignored silently; asserted at the end). Options:
+      qk_norm         per-head RMSNorm of q and k over head_dim (weights attn_q_norm /
+                      attn_k_norm, [head_dim], eps = the GGUF's rms eps) after the
+                      projection and before RoPE (Qwen3). When False the GGUF must not have
+                      those tensors (so they cannot be ignored silently).
+      sliding_window  key k visible to query q iff k <= q and q - k < sliding_window (the
+                      transformers/Mistral rule, see MISTRAL_SLIDING_WINDOW); None: causal only.
+      norm            "rms": RMSNorm (weight only), eps {arch}.attention.layer_norm_rms_epsilon;
+                      "layer": LayerNorm (x - mean) / sqrt(var + eps) * weight + bias, biased
+                      variance, eps {arch}.attention.layer_norm_epsilon (StableLM, StarCoder2).
+      ffn             "swiglu": down(silu(gate(h)) * up(h)); "gelu": down(gelu_tanh(up(h)))
+                      with GELU 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (StarCoder2);
+                      "moe": softmax router (ffn_gate_inp) over all {arch}.expert_count
+                      experts, the {arch}.expert_used_count largest, their weights
+                      renormalised to sum 1, SwiGLU experts ffn_{gate,up,down}_exps (Qwen3-MoE).
+      RoPE            rotates the first {arch}.rope.dimension_count dims of each head (all of
+                      them when the key is absent), theta_i = p * base^(-2i/n_rot); the other
+                      dims pass through (StableLM's partial rotary). With a global
+                      rope_freqs.weight tensor (Llama 3 scaling) theta_i is divided by its
+                      i-th value, as llama.cpp's ggml_rope_ext does with freq_factors;
+                      rope_freq_factors=False ignores it (used to show that it matters).
+      stats           if a dict, receives "router_min_margin" for "moe": the smallest gap
+                      between the k-th and (k+1)-th router probability over all tokens and
+                      layers (a near tie could make float32 and float64 pick different experts)."""
+    used: set[str] = set()
+
+    def f64(n):
+        used.add(n)
+        return tensors[n].astype(np.float64)
     n_layer = int(meta[f"{arch}.block_count"])
     n_embd = int(meta[f"{arch}.embedding_length"])
     n_head = int(meta[f"{arch}.attention.head_count"])
     n_head_kv = int(meta[f"{arch}.attention.head_count_kv"])
-    eps = float(meta[f"{arch}.attention.layer_norm_rms_epsilon"])
-    base = float(meta[f"{arch}.rope.freq_base"])
+    if norm == "rms":
+        eps = float(meta[f"{arch}.attention.layer_norm_rms_epsilon"])
+    elif norm == "layer":
+        eps = float(meta[f"{arch}.attention.layer_norm_epsilon"])
+    else:
+        raise ValueError(norm)
+    if f"{arch}.rope.freq_base" in meta:
+        base = float(meta[f"{arch}.rope.freq_base"])
+    else:
+        base = 10000.0   # llama.cpp's default when the key is absent (the stablelm converter writes none)
+        print(f"  ({arch}.rope.freq_base absent: llama.cpp's default {base})")
     hd = int(meta.get(f"{arch}.attention.key_length", n_embd // n_head))
     n_rot = int(meta.get(f"{arch}.rope.dimension_count", hd))
-    assert n_rot == hd, "partial rotary not handled here"
+    assert 0 < n_rot <= hd and n_rot % 2 == 0, (n_rot, hd)
     n = len(ids)
+    has_qk_norm = "blk.0.attn_q_norm.weight" in tensors or "blk.0.attn_k_norm.weight" in tensors
+    assert has_qk_norm == qk_norm, f"qk_norm={qk_norm} but attn_q/k_norm tensors present: {has_qk_norm}"
 
     def rms(x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+    def layer_norm(x, w, b):
+        mu = np.mean(x, axis=-1, keepdims=True)
+        xc = x - mu
+        return xc / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps) * w + b
+
+    def block_norm(x, name):
+        if norm == "rms":
+            assert name + ".bias" not in tensors, f"{name}.bias present but norm='rms'"
+            return rms(x, f64(name + ".weight"))
+        return layer_norm(x, f64(name + ".weight"), f64(name + ".bias"))
 
     def lin(x, name):
         y = x @ f64(name + ".weight").T
@@ -156,13 +336,20 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
         return y
 
     pos = np.arange(n, dtype=np.float64)
-    inv = base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)       # [hd/2]
-    ang = pos[:, None] * inv[None, :]                                   # [n, hd/2]
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]          # [n, 1, hd/2]
+    inv = base ** (-np.arange(0, n_rot, 2, dtype=np.float64) / n_rot)  # [n_rot/2]
+    if "rope_freqs.weight" in tensors:
+        if rope_freq_factors:
+            ff = f64("rope_freqs.weight")
+            assert ff.shape == inv.shape, (ff.shape, inv.shape)
+            inv = inv / ff
+        else:
+            used.add("rope_freqs.weight")
+    ang = pos[:, None] * inv[None, :]                                   # [n, n_rot/2]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]          # [n, 1, n_rot/2]
 
-    def rope(x):  # x [n, heads, hd]
+    def rope_full(x):  # x [n, heads, n_rot]
         if rope_style == "neox":
-            a, b = x[..., : hd // 2], x[..., hd // 2:]
+            a, b = x[..., : n_rot // 2], x[..., n_rot // 2:]
             return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
         if rope_style == "norm":
             a, b = x[..., 0::2], x[..., 1::2]
@@ -172,13 +359,56 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             return out
         raise ValueError(rope_style)
 
-    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    def rope(x):  # x [n, heads, hd]
+        if n_rot == hd:
+            return rope_full(x)
+        return np.concatenate([rope_full(x[..., :n_rot]), x[..., n_rot:]], axis=-1)
+
+    def gelu_tanh(x):
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+    if ffn == "moe":
+        n_expert = int(meta[f"{arch}.expert_count"])
+        n_used = int(meta[f"{arch}.expert_used_count"])
+        assert 0 < n_used < n_expert, (n_used, n_expert)
+    margins = []
+
+    def moe(h, p):
+        router = h @ f64(p + "ffn_gate_inp.weight").T                     # [n, n_expert]
+        assert router.shape[1] == n_expert, router.shape
+        pr = np.exp(router - router.max(axis=-1, keepdims=True))
+        pr /= pr.sum(axis=-1, keepdims=True)
+        order = np.argsort(-pr, axis=-1, kind="stable")
+        srt = np.take_along_axis(pr, order, axis=-1)
+        margins.append(float((srt[:, n_used - 1] - srt[:, n_used]).min()))
+        sel = order[:, :n_used]
+        w = np.take_along_axis(pr, sel, axis=-1)
+        w = w / w.sum(axis=-1, keepdims=True)
+        gate_e, up_e = f64(p + "ffn_gate_exps.weight"), f64(p + "ffn_up_exps.weight")  # [E, ff, embd]
+        down_e = f64(p + "ffn_down_exps.weight")                                      # [E, embd, ff]
+        out = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            for j in range(n_used):
+                e = sel[t, j]
+                g, u = gate_e[e] @ h[t], up_e[e] @ h[t]
+                out[t] += w[t, j] * (down_e[e] @ (g / (1.0 + np.exp(-g)) * u))
+        return out
+
+    qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
+    visible = ki <= qi
+    if sliding_window is not None:
+        visible &= (qi - ki) < sliding_window
+    mask = np.where(visible, 0.0, -np.inf)
     x = f64("token_embd.weight")[np.asarray(ids)]
     for il in range(n_layer):
         p = f"blk.{il}."
-        h = rms(x, f64(p + "attn_norm.weight"))
-        q = rope(lin(h, p + "attn_q").reshape(n, n_head, hd))
-        k = rope(lin(h, p + "attn_k").reshape(n, n_head_kv, hd))
+        h = block_norm(x, p + "attn_norm")
+        q = lin(h, p + "attn_q").reshape(n, n_head, hd)
+        k = lin(h, p + "attn_k").reshape(n, n_head_kv, hd)
+        if qk_norm:
+            q = rms(q, f64(p + "attn_q_norm.weight"))
+            k = rms(k, f64(p + "attn_k_norm.weight"))
+        q, k = rope(q), rope(k)
         v = lin(h, p + "attn_v").reshape(n, n_head_kv, hd)
         group = n_head // n_head_kv
         o = np.empty((n, n_head, hd))
@@ -189,12 +419,24 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             s /= s.sum(axis=-1, keepdims=True)
             o[:, hh, :] = s @ v[:, kv, :]
         x = x + lin(o.reshape(n, n_head * hd), p + "attn_output")
-        h = rms(x, f64(p + "ffn_norm.weight"))
-        g, u = lin(h, p + "ffn_gate"), lin(h, p + "ffn_up")
-        x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
-    x = rms(x, f64("output_norm.weight"))
+        h = block_norm(x, p + "ffn_norm")
+        if ffn == "swiglu":
+            g, u = lin(h, p + "ffn_gate"), lin(h, p + "ffn_up")
+            x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
+        elif ffn == "gelu":
+            x = x + lin(gelu_tanh(lin(h, p + "ffn_up")), p + "ffn_down")
+        elif ffn == "moe":
+            x = x + moe(h, p)
+        else:
+            raise ValueError(ffn)
+    x = block_norm(x, "output_norm")
     head = "output" if "output.weight" in tensors else "token_embd"
-    return lin(x, head)
+    logits = lin(x, head)
+    unused = sorted(set(tensors) - used)
+    assert not unused, f"GGUF tensors not used by the numpy forward: {unused}"
+    if stats is not None and margins:
+        stats["router_min_margin"] = min(margins)
+    return logits
 
 
 FAMILIES: dict[str, Family] = {
@@ -226,6 +468,199 @@ FAMILIES: dict[str, Family] = {
             "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
         ],
         numpy_forward=numpy_forward_llama_like,
+    ),
+    "qwen3": Family(
+        config_cls=_qwen3_config,
+        model_cls=_qwen3_model,
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
+            attention_bias=False, hidden_act="silu", attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # q_norm/k_norm are "...self_attn.q_norm.weight": norm rule
+        converter_class=("conversion.qwen", "Qwen3Model"),
+        gguf_arch="qwen3",
+        llama_arch_enum="LLM_ARCH_QWEN3",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_q_norm.weight", "blk.{bid}.attn_k_norm.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        qk_norm=True,
+    ),
+    "mistral": Family(
+        config_cls=_mistral_config,
+        model_cls=_mistral_model,
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-5, tie_word_embeddings=False,
+            sliding_window=MISTRAL_SLIDING_WINDOW,
+            hidden_act="silu", attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.llama", "LlamaModel"),  # MistralForCausalLM is registered there
+        gguf_arch="llama",
+        llama_arch_enum="LLM_ARCH_LLAMA",
+        rope_style="norm",                           # the converter permutes q/k rows to match
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        sliding_window=MISTRAL_SLIDING_WINDOW,
+        gguf_qk_permuted=True,
+        gguf_added_keys={"llama.attention.sliding_window": ("UINT32", MISTRAL_SLIDING_WINDOW)},
+    ),
+    "qwen3moe": Family(
+        config_cls=_qwen3moe_config,
+        model_cls=_qwen3moe_model,
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
+            attention_bias=False, hidden_act="silu", attention_dropout=0.0,
+            num_experts=4, num_experts_per_tok=2, norm_topk_prob=True, moe_intermediate_size=64,
+            decoder_sparse_step=1, mlp_only_layers=[], output_router_logits=False,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # router mlp.gate.weight: 2-D weight; experts: 3-D rule
+        converter_class=("conversion.qwen", "Qwen3MoeModel"),
+        gguf_arch="qwen3moe",
+        llama_arch_enum="LLM_ARCH_QWEN3MOE",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_q_norm.weight", "blk.{bid}.attn_k_norm.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate_inp.weight", "blk.{bid}.ffn_gate_exps.weight",
+            "blk.{bid}.ffn_up_exps.weight", "blk.{bid}.ffn_down_exps.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        qk_norm=True,
+        numpy_options={"ffn": "moe"},
+        split_gate_up_experts=True,
+    ),
+    "stablelm": Family(
+        config_cls=_stablelm_config,
+        model_cls=_stablelm_model,
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                             "partial_rotary_factor": 0.25},           # n_rot 4
+            layer_norm_eps=1e-5, tie_word_embeddings=False,
+            use_qkv_bias=True, qk_layernorm=False, use_parallel_residual=False,
+            hidden_act="silu", hidden_dropout=0.0, attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # LayerNorm weights: norm rule, their biases: bias rule
+        converter_class=("conversion.stablelm", "StableLMModel"),
+        gguf_arch="stablelm",
+        llama_arch_enum="LLM_ARCH_STABLELM",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output_norm.bias", "output.weight",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_norm.bias",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_q.bias",
+            "blk.{bid}.attn_k.weight", "blk.{bid}.attn_k.bias",
+            "blk.{bid}.attn_v.weight", "blk.{bid}.attn_v.bias",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight", "blk.{bid}.ffn_norm.bias",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"norm": "layer"},
+    ),
+    "starcoder2": Family(
+        config_cls=_starcoder2_config,
+        model_cls=_starcoder2_model,
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            norm_epsilon=1e-5, tie_word_embeddings=False, use_bias=True,
+            sliding_window=STARCODER2_SLIDING_WINDOW,
+            hidden_act="gelu_pytorch_tanh",
+            attention_dropout=0.0, residual_dropout=0.0, embedding_dropout=0.0,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.starcoder", "StarCoder2Model"),
+        gguf_arch="starcoder2",
+        llama_arch_enum="LLM_ARCH_STARCODER2",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output_norm.bias", "output.weight",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_norm.bias",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_q.bias",
+            "blk.{bid}.attn_k.weight", "blk.{bid}.attn_k.bias",
+            "blk.{bid}.attn_v.weight", "blk.{bid}.attn_v.bias",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.attn_output.bias",
+            "blk.{bid}.ffn_norm.weight", "blk.{bid}.ffn_norm.bias",
+            "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_up.bias",
+            "blk.{bid}.ffn_down.weight", "blk.{bid}.ffn_down.bias",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"norm": "layer", "ffn": "gelu"},
+        sliding_window=STARCODER2_SLIDING_WINDOW,
+        gguf_added_keys={"starcoder2.attention.sliding_window": ("UINT32", STARCODER2_SLIDING_WINDOW)},
+    ),
+    "llama3": Family(
+        config_cls=_llama_config,
+        model_cls=_llama_model,
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=256,
+            rope_parameters=dict(LLAMA3_ROPE),
+            rms_norm_eps=1e-5, tie_word_embeddings=False,
+            attention_bias=False, mlp_bias=False,
+            hidden_act="silu", attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.llama", "LlamaModel"),
+        gguf_arch="llama",
+        llama_arch_enum="LLM_ARCH_LLAMA",
+        rope_style="norm",                           # the converter permutes q/k rows to match
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        gguf_qk_permuted=True,
+        gguf_generated_tensors=["rope_freqs.weight"],
+        llama3_rope=True,
     ),
 }
 
@@ -323,6 +758,57 @@ def rope_style_in_llama_cpp(llama_cpp: Path, arch_enum: str) -> str | None:
     return {"LLAMA_ROPE_TYPE_NEOX": "neox", "LLAMA_ROPE_TYPE_NORM": "norm"}.get(value, value)
 
 
+def add_gguf_keys(path: Path, added: dict[str, tuple[str, Any]]) -> None:
+    """Rewrites the GGUF at path with the keys in `added` (name -> (GGUFValueType name,
+    value)) appended after the existing ones, using gguf-py's copy routine (the one behind
+    its gguf-new-metadata tool). Asserts that every other key (order, type, value) and
+    every tensor (name, shape, type, bytes) is unchanged."""
+    import gguf
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+    tmp = path.with_name(path.name + ".edit")
+    reader = gguf.GGUFReader(str(path), "r")
+    for key in added:
+        assert reader.get_field(key) is None, f"{key} already in {path}"
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(str(tmp), arch=arch, endianess=reader.endianess)
+    if (alignment := reader.get_field(gguf.Keys.General.ALIGNMENT)) is not None:
+        writer.data_alignment = alignment.contents()
+    new = {k: MetadataDetails(gguf.GGUFValueType[t], v) for k, (t, v) in added.items()}
+    copy_with_new_metadata(reader, writer, new, [])
+    del reader
+
+    def snapshot(p: Path):
+        r = gguf.GGUFReader(str(p), "r")
+        kv = [(f.name, [int(t) for t in f.types], f.contents()) for f in r.fields.values()
+              if not f.name.startswith("GGUF.")]
+        ts = [(t.name, [int(d) for d in t.shape], int(t.tensor_type), np.array(t.data).tobytes())
+              for t in r.tensors]
+        return kv, ts
+    kv0, ts0 = snapshot(path)
+    kv1, ts1 = snapshot(tmp)
+    assert ts1 == ts0, "tensors changed by the GGUF rewrite"
+    assert kv1[: len(kv0)] == kv0, "existing keys changed by the GGUF rewrite"
+    assert [k for k, _, _ in kv1[len(kv0):]] == list(added), kv1[len(kv0):]
+    for (k, types, v) in kv1[len(kv0):]:
+        assert types == [int(gguf.GGUFValueType[added[k][0]])] and v == added[k][1], (k, types, v)
+    os.replace(tmp, path)
+    print(f"added to {path.name}: " + ", ".join(f"{k} = {v} ({t})" for k, (t, v) in added.items())
+          + f"; the other {len(kv0)} keys and {len(ts0)} tensors unchanged")
+
+
+def interleave_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """The q/k row order llama.cpp's `llama` GGUFs use: per head, HF's rotate-halves rows
+    [a_0..a_{d/2-1}, b_0..b_{d/2-1}] become adjacent pairs [a_0, b_0, a_1, b_1, ...] (what
+    convert_hf_to_gguf's LlamaModel.permute does; written here independently for the check)."""
+    hd = w.shape[0] // n_heads
+    out = np.empty_like(w)
+    for h in range(n_heads):
+        blk = w[h * hd:(h + 1) * hd]
+        out[h * hd:(h + 1) * hd][0::2] = blk[: hd // 2]
+        out[h * hd:(h + 1) * hd][1::2] = blk[hd // 2:]
+    return out
+
+
 # ----------------------------------------------------------------------------------------
 # GGUF inspection
 
@@ -399,6 +885,8 @@ def main() -> None:
     conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), hf_dir, gguf_work,
                                 model_name=f"zoo-{args.family}-tiny")
     commit = llama_cpp_commit(args.llama_cpp, args.llama_cpp_commit)
+    if fam.gguf_added_keys:
+        add_gguf_keys(gguf_work, fam.gguf_added_keys)
 
     # 4. transformers logits
     logits: dict[int, np.ndarray] = {}
@@ -432,13 +920,46 @@ def main() -> None:
             assert types.get(name) == "F32", f"{name} missing or not F32"
     # the GGUF holds exactly the checkpoint's values
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    assert len(sd) == len(tensors), (len(sd), len(tensors))
+    if fam.gguf_qk_permuted:
+        permuted = 0
+        for k in sd:
+            if k.endswith("self_attn.q_proj.weight"):
+                sd[k] = interleave_rope_rows(sd[k], config.num_attention_heads)
+            elif k.endswith("self_attn.k_proj.weight"):
+                sd[k] = interleave_rope_rows(sd[k], config.num_key_value_heads)
+            else:
+                continue
+            permuted += 1
+        assert permuted == 2 * n_layer, permuted
+        print(f"compared {permuted} q_proj/k_proj weights with their rows in adjacent-pair RoPE order")
+    if fam.split_gate_up_experts:
+        # transformers keeps each layer's experts as one [E, 2*ff, embd] gate_up_proj (gate rows
+        # first: Qwen3MoeExperts.forward does linear(x, gate_up_proj[e]).chunk(2, dim=-1)); the
+        # GGUF has ffn_gate_exps and ffn_up_exps, [E, ff, embd] each
+        split = 0
+        for k in [k for k in sd if k.endswith("mlp.experts.gate_up_proj")]:
+            w = sd.pop(k)
+            assert w.ndim == 3 and w.shape[1] % 2 == 0, w.shape
+            ff = w.shape[1] // 2
+            sd[k + ":gate"], sd[k + ":up"] = w[:, :ff, :], w[:, ff:, :]
+            split += 1
+        assert split == n_layer, split
+        print(f"compared {split} experts.gate_up_proj split into gate (first half of dim 1) and up")
+    for name in fam.gguf_generated_tensors:
+        assert name in tensors, f"{name} not in the GGUF"
+    assert len(sd) == len(tensors) - len(fam.gguf_generated_tensors), (len(sd), len(tensors))
     matched = 0
     for k, v in sd.items():
-        cands = [name for name, t in tensors.items() if t.shape == v.shape and np.array_equal(t, v)]
+        cands = [name for name, t in tensors.items() if t.shape == v.shape and np.array_equal(t, v)
+                 and name not in fam.gguf_generated_tensors]
         assert len(cands) == 1, f"{k}: {len(cands)} GGUF tensors equal to it"
         matched += 1
     print(f"all {matched} checkpoint tensors found bit-exact in the GGUF")
+    window = meta.get(f"{fam.gguf_arch}.attention.sliding_window")
+    assert getattr(config, "sliding_window", None) == fam.sliding_window, (config.sliding_window, fam.sliding_window)
+    assert window == fam.sliding_window, (window, fam.sliding_window)
+    if window is not None:
+        print(f"sliding window: config {config.sliding_window}, GGUF {window}")
     rope = rope_style_in_llama_cpp(args.llama_cpp, fam.llama_arch_enum)
     if rope is None:
         print(f"(no src/llama-model.cpp in {args.llama_cpp}: RoPE style not checked against llama.cpp)")
@@ -446,15 +967,63 @@ def main() -> None:
         print(f"llama.cpp's llama_model_rope_type({fam.llama_arch_enum}) -> {rope}")
         assert rope == fam.rope_style, (rope, fam.rope_style)
 
-    numpy_diff = None
+    rope_freqs = None
+    if fam.llama3_rope:
+        # the converter's rope_freqs.weight (per-pair divisor of theta_i) against transformers'
+        # own scaled inverse frequencies: base^(-2i/d) / rope_freqs[i] == rotary_emb.inv_freq[i]
+        rope_freqs = [float(v) for v in tensors["rope_freqs.weight"]]
+        hd = int(meta.get(f"{fam.gguf_arch}.attention.key_length",
+                          int(meta[f"{fam.gguf_arch}.embedding_length"]) // int(meta[f"{fam.gguf_arch}.attention.head_count"])))
+        base = float(meta[f"{fam.gguf_arch}.rope.freq_base"])
+        inv_default = base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+        inv_tf = model.model.rotary_emb.inv_freq.detach().to(torch.float64).numpy()
+        assert model.model.rotary_emb.rope_type == "llama3", model.model.rotary_emb.rope_type
+        tf_factors = inv_default / inv_tf
+        print(f"rope_freqs.weight {rope_freqs}\n  transformers' base^(-2i/d) / inv_freq {tf_factors.tolist()}")
+        assert len(rope_freqs) == hd // 2
+        assert np.allclose(rope_freqs, tf_factors, rtol=1e-5, atol=0), (rope_freqs, tf_factors)
+        assert len(set(rope_freqs)) >= 3 and any(f != 1.0 for f in rope_freqs), rope_freqs
+
+    numpy_diff = no_window_diff = no_rope_freqs_diff = None
+    numpy_stats: dict[str, Any] = {}
     if not args.no_numpy_check:
         numpy_diff = {}
         for n, ids in PROMPTS.items():
-            ref = fam.numpy_forward(tensors, meta, fam.gguf_arch, ids, fam.rope_style)
+            ref = fam.numpy_forward(tensors, meta, fam.gguf_arch, ids, fam.rope_style,
+                                    qk_norm=fam.qk_norm, sliding_window=window,
+                                    stats=numpy_stats, **fam.numpy_options)
             d = float(np.abs(ref - logits[n].astype(np.float64)).max())
             numpy_diff[n] = d
             print(f"numpy float64 forward on the GGUF vs transformers, n={n}: max |diff| {d:.3e}")
         assert max(numpy_diff.values()) < 1e-4, numpy_diff
+        if "router_min_margin" in numpy_stats:
+            # no near tie between the k-th and (k+1)-th expert, so float32 and float64 agree on the choice
+            print(f"smallest gap between the k-th and (k+1)-th router probability: {numpy_stats['router_min_margin']:.3e}")
+            assert numpy_stats["router_min_margin"] > 1e-4, numpy_stats
+        if fam.llama3_rope:
+            # transformers really applied the Llama 3 scaling: without rope_freqs the reference
+            # must differ at n=40
+            no_rope_freqs_diff = {}
+            for n, ids in PROMPTS.items():
+                ref = fam.numpy_forward(tensors, meta, fam.gguf_arch, ids, fam.rope_style,
+                                        qk_norm=fam.qk_norm, sliding_window=window,
+                                        rope_freq_factors=False, **fam.numpy_options)
+                d = float(np.abs(ref - logits[n].astype(np.float64)).max())
+                no_rope_freqs_diff[n] = d
+                print(f"  the same WITHOUT rope_freqs (unscaled RoPE), n={n}: max |diff| {d:.3e}")
+            assert no_rope_freqs_diff[40] > 1e-2, no_rope_freqs_diff
+        if window is not None:
+            # transformers really applied the window: without it the reference must differ
+            # exactly where a prompt is longer than the window
+            no_window_diff = {}
+            for n, ids in PROMPTS.items():
+                ref = fam.numpy_forward(tensors, meta, fam.gguf_arch, ids, fam.rope_style,
+                                        qk_norm=fam.qk_norm, sliding_window=None,
+                                        **fam.numpy_options)
+                d = float(np.abs(ref - logits[n].astype(np.float64)).max())
+                no_window_diff[n] = d
+                print(f"  the same WITHOUT the sliding window, n={n}: max |diff| {d:.3e}")
+                assert (d > 1e-2) if n > window else (d < 1e-4), (n, window, d)
 
     # 6. outputs
     shutil.copyfile(gguf_work, out / "model.gguf")
@@ -505,6 +1074,44 @@ def main() -> None:
         },
         "files": {name: {"bytes": (out / name).stat().st_size, "sha256": sha256(out / name)} for name in written},
     }
+    if fam.gguf_added_keys:
+        versions["converter"]["gguf_keys_added_after_conversion"] = {
+            k: {"type": t, "value": v} for k, (t, v) in fam.gguf_added_keys.items()}
+        versions["converter"]["gguf_edit"] = (
+            "gguf-py gguf.scripts.gguf_new_metadata.copy_with_new_metadata (the rest of the file "
+            "unchanged: same keys in the same order, the new keys last, same tensors)")
+    if fam.gguf_qk_permuted:
+        versions["converter"]["qk_rows"] = (
+            "q_proj/k_proj rows reordered per head to adjacent-pair RoPE order by the converter "
+            "(LlamaModel.permute); GGUF RoPE style 'norm'")
+    if window is not None:
+        versions["sliding_window"] = {
+            "size": window,
+            "rule": "key k visible to query q iff k <= q and q - k < sliding_window "
+                    "(transformers masking_utils: causal_mask_function kv_idx <= q_idx AND "
+                    "sliding_window_overlay kv_idx > q_idx - sliding_window)",
+        }
+        if no_window_diff is not None:
+            versions["checks"]["numpy_float64_without_window_vs_transformers_max_abs_diff"] = {
+                str(n): d for n, d in no_window_diff.items()}
+    if fam.numpy_options:
+        versions["checks"]["numpy_forward_options"] = dict(fam.numpy_options)
+    if "router_min_margin" in numpy_stats:
+        versions["checks"]["numpy_router_min_gap_kth_vs_next_prob"] = numpy_stats["router_min_margin"]
+    if fam.split_gate_up_experts:
+        versions["converter"]["experts"] = (
+            "transformers' experts.gate_up_proj [E, 2*ff, embd] is split by the converter into "
+            "ffn_gate_exps (first ff rows) and ffn_up_exps; experts.down_proj -> ffn_down_exps")
+    if rope_freqs is not None:
+        versions["rope_freqs"] = {
+            "tensor": "rope_freqs.weight (generated by the converter, LlamaModel.generate_extra_tensors)",
+            "values": rope_freqs,
+            "use": "theta_i = p * freq_base^(-2i/n_rot) / rope_freqs[i] (llama.cpp freq_factors)",
+            "matches_transformers_inv_freq": True,
+        }
+        if no_rope_freqs_diff is not None:
+            versions["checks"]["numpy_float64_without_rope_freqs_vs_transformers_max_abs_diff"] = {
+                str(n): d for n, d in no_rope_freqs_diff.items()}
     (out / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
     written.append("versions.json")
     print(f"\nwrote {', '.join(written)} to {out}")

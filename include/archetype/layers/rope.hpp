@@ -21,6 +21,9 @@ struct rope_params {
     // YaRN (ext_factor 0 = off)
     float ext_factor = 0.f, attn_factor = 1.f, beta_fast = 32.f, beta_slow = 1.f;
     std::size_t n_ctx_orig = 0;
+    // per rotated pair i: its frequency is divided by freq_factors[i] (Llama-3 scaling,
+    // LongRoPE: the file's rope_freqs.weight); null = 1
+    const float* freq_factors = nullptr;
 };
 
 namespace detail {
@@ -48,11 +51,13 @@ inline void rope_tables(const rope_params& p, const std::int64_t* pos, std::size
     for (std::size_t t = 0; t < n; ++t) {
         float theta_extrap = float(pos[t]);
         for (std::size_t i = 0; i < half; ++i) {
-            const float theta_interp = p.freq_scale * theta_extrap;
+            // ggml divides the unscaled angle by the pair's factor before YaRN (rope_yarn(theta / ff))
+            const float te = p.freq_factors ? theta_extrap / p.freq_factors[i] : theta_extrap;
+            const float theta_interp = p.freq_scale * te;
             float theta = theta_interp, mscale = p.attn_factor;
             if (p.ext_factor != 0.f) {
                 const float mix = detail::yarn_ramp(corr[0], corr[1], 2 * i) * p.ext_factor;
-                theta = theta_interp * (1 - mix) + theta_extrap * mix;
+                theta = theta_interp * (1 - mix) + te * mix;
                 mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
             }
             cos[t * half + i] = std::cos(theta) * mscale;

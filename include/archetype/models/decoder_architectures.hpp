@@ -7,6 +7,10 @@
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/qwen2.hpp"
+#include "archetype/models/presets/qwen3.hpp"
+#include "archetype/models/presets/qwen3moe.hpp"
+#include "archetype/models/presets/stablelm.hpp"
+#include "archetype/models/presets/starcoder2.hpp"
 #include "archetype/models/registry.hpp"
 
 namespace archetype {
@@ -14,6 +18,8 @@ namespace archetype {
 /// Entries with the same name are tried in order: the first whose accepts() holds wins.
 using decoder_architectures =
     architecture_list<presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
-                      presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture>;
+                      presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture,
+                      presets::qwen3_architecture, presets::qwen3moe_architecture, presets::stablelm_architecture,
+                      presets::starcoder2_architecture, presets::starcoder2_swa_architecture>;
 
 } // namespace archetype

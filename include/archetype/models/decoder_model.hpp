@@ -139,7 +139,8 @@ public:
                                            " pairs, " + std::to_string(hp_.rope.n_rot) + " dims, base " +
                                            std::to_string(hp_.rope.freq_base) + ", freq scale " +
                                            std::to_string(hp_.rope.freq_scale) +
-                                           (hp_.rope.ext_factor != 0.f ? ", YaRN" : ""));
+                                           (hp_.rope.ext_factor != 0.f ? ", YaRN" : "") +
+                                           (hp_.rope.freq_factors ? ", per-pair factors (rope_freqs.weight)" : ""));
         std::string pat;
         for (std::size_t il = 0; il < hp_.windowed.size(); ++il) pat += hp_.windowed[il] ? 'W' : 'G';
         s += describe_line("layers", pat + (hp_.window ? " (W = window " + std::to_string(hp_.window) + ", G = global)"
@@ -338,7 +339,8 @@ private:
         d.n_head_kv = h.n_head_kv;
         d.head_dim = h.head_dim;
         hp_.n_ctx_train = h.n_ctx_train;
-        hp_.norm_eps = h.rms_eps;
+        const float eps = norm_impl<typename D::base_norm>::eps(h); // the norm policy's own key
+        hp_.norm_eps = eps;
         check_dim(D::n_head, h.n_head, h.arch + ".attention.head_count");
         check_dim(D::n_head_kv, h.n_head_kv, h.arch + ".attention.head_count_kv");
         check_dim(D::head_dim, h.head_dim, "head dimension");
@@ -353,7 +355,7 @@ private:
         hp_.attn.n_head_kv = h.n_head_kv;
         hp_.attn.head_dim = h.head_dim;
         hp_.attn.scale = h.attn_scale != 0.f ? h.attn_scale : 1.f / std::sqrt(float(h.head_dim));
-        hp_.attn.norm_eps = h.rms_eps;
+        hp_.attn.norm_eps = eps;
         hp_.logit_softcap = h.final_logit_softcap;
         // the embedding scale is the architecture's, not stored in the file: check the policy agrees
         using Emb = typename D::embedding;
@@ -367,7 +369,6 @@ private:
 
         // tensors
         const std::size_t E = h.n_embd;
-        const float eps = h.rms_eps;
         output_norm_ = {b.vector_f32("output_norm.weight", E), b.optional_vector_f32("output_norm.bias", E), eps};
         if (file_->find_tensor("output.weight")) {
             tok_embd_ = b.lookup_matrix("token_embd.weight", E, h.n_vocab);

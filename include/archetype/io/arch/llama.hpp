@@ -16,7 +16,8 @@
 //   {arch}.rope.scaling.factor / rope.scale_linear   default 1
 //   {arch}.rope.scaling.original_context_length     default context_length
 //   {arch}.rope.scaling.yarn_beta_fast / _slow / yarn_ext_factor / attn_factor
-//   {arch}.attention.layer_norm_rms_epsilon         required (llama.cpp requires it)
+//   {arch}.attention.layer_norm_rms_epsilon / layer_norm_epsilon   at least one: the
+//           model's norm policy reads its own (norm_impl<N>::eps)
 //   {arch}.vocab_size                     default: rows of token_embd.weight
 //   {arch}.expert_count / expert_used_count         default 0
 //   {arch}.attention.sliding_window (0/absent = none) and
@@ -44,7 +45,8 @@ struct llama_hparams {
     std::string arch;                    // general.architecture
     std::size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0;
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
-    float rms_eps = 1e-5f;
+    float rms_eps = 0.f, ln_eps = 0.f;   // {arch}.attention.layer_norm_rms_epsilon / layer_norm_epsilon
+    bool has_rms_eps = false, has_ln_eps = false;
     // RoPE
     float rope_freq_base = 10000.f;
     rope_scaling rope_scaling_type = rope_scaling::linear;
@@ -107,10 +109,17 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
         throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +
                            " must be even and at most the head dimension " + std::to_string(h.head_dim));
-    h.rms_eps = f.get<float>(a + "attention.layer_norm_rms_epsilon");
-    if (!(h.rms_eps >= 0.f) || !std::isfinite(h.rms_eps))
-        throw format_error(a + "attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) +
-                           " is not a finite non-negative number");
+    auto eps_key = [&](const char* key, float& v, bool& has) {
+        if (!(has = f.has(a + key))) return;
+        v = f.get<float>(a + key);
+        if (!(v >= 0.f) || !std::isfinite(v))
+            throw format_error(a + key + " = " + std::to_string(v) + " is not a finite non-negative number");
+    };
+    eps_key("attention.layer_norm_rms_epsilon", h.rms_eps, h.has_rms_eps);
+    eps_key("attention.layer_norm_epsilon", h.ln_eps, h.has_ln_eps);
+    if (!h.has_rms_eps && !h.has_ln_eps)
+        throw format_error("the file has neither " + a + "attention.layer_norm_rms_epsilon nor " + a +
+                           "attention.layer_norm_epsilon");
     h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
     if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
         throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");

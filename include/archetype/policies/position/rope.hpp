@@ -6,9 +6,11 @@
 // Read from the file ({arch} = general.architecture): {arch}.rope.dimension_count,
 // rope.freq_base, rope.scaling.{type,factor,original_context_length,yarn_*},
 // rope.freq_base_swa (the windowed layers' base; its default is the
-// architecture's, gguf_conventions::rope_swa_base_default). The pairing of a
+// architecture's, gguf_conventions::rope_swa_base_default), and the optional tensor
+// rope_freqs.weight (per-pair frequency divisors: Llama-3 scaling, as ggml applies them). The pairing of a
 // `from_file` RoPE is the architecture's (gguf_conventions::rope_neox): GGUF
 // has no key for it, llama.cpp decides by architecture too.
+#include <cmath>
 #include <string>
 
 #include "archetype/core/error.hpp"
@@ -86,6 +88,12 @@ struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
         r.beta_fast = h.yarn_beta_fast;
         r.beta_slow = h.yarn_beta_slow;
         r.n_ctx_orig = h.rope_n_ctx_orig;
+        // per-pair frequency divisors (Llama-3 scaling: rope_freqs.weight [n_rot / 2])
+        if ((r.freq_factors = b.optional_vector_f32("rope_freqs.weight", h.n_rot / 2)))
+            for (std::size_t i = 0; i < h.n_rot / 2; ++i)
+                if (!(r.freq_factors[i] > 0.f) || !std::isfinite(r.freq_factors[i]))
+                    throw format_error("rope_freqs.weight[" + std::to_string(i) + "] = " +
+                                       std::to_string(r.freq_factors[i]) + " must be a positive finite divisor");
         hp.rope_swa = r;
         // the windowed layers' own base, when the architecture has one (gemma3); llama.cpp's
         // override (cparams.rope_freq_base) leaves it alone
