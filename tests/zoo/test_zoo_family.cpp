@@ -6,14 +6,18 @@
 // a 40-token prompt (tools/reference/make_zoo_fixture.py; <family>/versions.json).
 // Pass: max |Δ| <= 1e-4 × max(1, max |ref|) at every position, in batch, sequential and
 // chunked feeding; the registry picks the entry from the file alone; a stray tensor in
-// the file is refused by name.
+// the file is refused by name; docs/architectures.md states this family truly (its
+// error bound holds, its preset's line count is the header's).
+// Arguments after `--`: tests/data/zoo, docs/architectures.md, include/.
 #define BOOST_TEST_MODULE zoo_family
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -34,8 +38,8 @@ std::string zoo_dir() {
     return std::string(mts.argc > 1 ? mts.argv[1] : "tests/data/zoo") + "/" + ZOO_FAMILY + "/";
 }
 
-std::vector<float> run(const Model& m, const std::vector<std::int32_t>& tok, std::size_t step) {
-    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = 64});
+std::vector<float> run(const Model& m, const std::vector<std::int32_t>& tok, std::size_t step, std::size_t n_ctx = 64) {
+    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx});
     const std::size_t n = tok.size(), V = m.n_vocab();
     std::vector<float> logits(n * V);
     for (std::size_t b = 0; b < n; b += step) {
@@ -44,11 +48,12 @@ std::vector<float> run(const Model& m, const std::vector<std::int32_t>& tok, std
     }
     return logits;
 }
-} // namespace
 
-BOOST_AUTO_TEST_CASE(matches_transformers_at_every_position) {
-    const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
+/// Worst max |Δ| / max(1, max |ref|) over the positions of both prompts in the three
+/// feedings; each position also checked against 1e-4 on the way.
+double worst_error(const Model& m) {
     const std::size_t V = m.n_vocab();
+    double worst = 0;
     for (int n : {7, 40}) {
         const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_" + std::to_string(n) + ".i32.bin");
         const auto want = fixture::read_raw<float>(zoo_dir() + "logits_" + std::to_string(n) + ".f32.bin");
@@ -56,22 +61,108 @@ BOOST_AUTO_TEST_CASE(matches_transformers_at_every_position) {
         BOOST_REQUIRE_EQUAL(want.size(), std::size_t(n) * V);
         for (std::size_t step : {std::size_t(n), std::size_t(1), std::size_t(5)}) {
             const auto got = run(m, tok, step);
-            double worst = 0;
+            double mode_worst = 0;
             for (int p = 0; p < n; ++p) {
                 double err = 0, ref = 0;
                 for (std::size_t v = 0; v < V; ++v) {
                     err = std::max(err, std::abs(double(got[p * V + v]) - double(want[p * V + v])));
                     ref = std::max(ref, std::abs(double(want[p * V + v])));
                 }
-                worst = std::max(worst, err / std::max(1.0, ref));
+                mode_worst = std::max(mode_worst, err / std::max(1.0, ref));
                 BOOST_TEST_CONTEXT("n=" << n << " step=" << step << " position " << p) {
                     BOOST_TEST(err <= 1e-4 * std::max(1.0, ref));
                 }
             }
-            BOOST_TEST_MESSAGE(ZOO_FAMILY << " n=" << n << " step=" << step << ": max |Δ| / max(1, max |ref|) = " << worst);
+            BOOST_TEST_MESSAGE(ZOO_FAMILY << " n=" << n << " step=" << step
+                                          << ": max |Δ| / max(1, max |ref|) = " << mode_worst);
+            worst = std::max(worst, mode_worst);
         }
     }
+    return worst;
 }
+
+std::string argument(int i, const char* what) {
+    const auto& mts = boost::unit_test::framework::master_test_suite();
+    BOOST_REQUIRE_MESSAGE(mts.argc > i, "pass " << what << " as argument " << i << " after --");
+    return mts.argv[i];
+}
+
+/// The cells of the row of docs/architectures.md whose first cell is `family`.
+std::vector<std::string> table_row(const std::string& path, const std::string& family) {
+    std::ifstream f(path);
+    BOOST_REQUIRE_MESSAGE(f, "cannot open " << path);
+    for (std::string line; std::getline(f, line);) {
+        if (line.rfind("| " + family + " |", 0) != 0) continue;
+        std::vector<std::string> cells;
+        std::stringstream ss(line.substr(1));
+        for (std::string c; std::getline(ss, c, '|');) {
+            const auto a = c.find_first_not_of(' '), b = c.find_last_not_of(' ');
+            cells.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
+        }
+        return cells;
+    }
+    BOOST_FAIL("docs/architectures.md has no row for " << family);
+    return {};
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(matches_transformers_at_every_position) {
+    const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
+    BOOST_TEST(worst_error(m) <= 1e-4);
+}
+
+BOOST_AUTO_TEST_CASE(the_architectures_page_states_this_family) {
+    const auto row = table_row(argument(2, "docs/architectures.md"), ZOO_FAMILY);
+    BOOST_REQUIRE_EQUAL(row.size(), 6u);
+    // the error bound: holds here, and is itself within the criterion
+    const double bound = std::stod(row[5]);
+    const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
+    const double worst = worst_error(m);
+    BOOST_TEST(worst <= bound, ZOO_FAMILY << ": measured " << worst << " above the page's bound " << bound);
+    BOOST_TEST(bound <= 1e-4);
+    // the preset's lines: non-blank, not a comment, not #pragma / #include
+    std::ifstream h(argument(3, "include/") + "/" + ZOO_PRESET);
+    BOOST_REQUIRE(h);
+    std::size_t lines = 0;
+    for (std::string line; std::getline(h, line);) {
+        const auto a = line.find_first_not_of(" \t");
+        if (a == std::string::npos || line.compare(a, 2, "//") == 0 || line[a] == '#') continue;
+        ++lines;
+    }
+    BOOST_TEST(std::stoul(row[3]) == lines);
+    BOOST_TEST(lines <= 15u);
+}
+
+// A family whose file carries LongRoPE factors (phi3) has a second reference: the
+// 40-token prompt with the long factors (logits_40_long.f32.bin, float64 numpy with
+// transformers' long frequencies), which a session whose context exceeds the training
+// one (rope.scaling.original_context_length = 64) takes, as llama.cpp decides.
+// Compiled for the families meson marks with ZOO_LONG_ROPE.
+#ifdef ZOO_LONG_ROPE
+BOOST_AUTO_TEST_CASE(a_long_context_takes_the_long_factors) {
+    const std::string long_ref = zoo_dir() + "logits_40_long.f32.bin";
+    const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
+    BOOST_REQUIRE(m.hparams().rope.freq_factors_long != nullptr);
+    const std::size_t V = m.n_vocab();
+    const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_40.i32.bin");
+    const auto want = fixture::read_raw<float>(long_ref);
+    const auto short_ref = fixture::read_raw<float>(zoo_dir() + "logits_40.f32.bin");
+    BOOST_REQUIRE_EQUAL(want.size(), tok.size() * V);
+    const std::size_t long_ctx = m.hparams().rope.n_ctx_orig + 1;
+    for (std::size_t step : {tok.size(), std::size_t(1)}) {
+        const auto got = run(m, tok, step, long_ctx);
+        for (std::size_t p = 0; p < tok.size(); ++p) {
+            double err = 0, ref = 0;
+            for (std::size_t v = 0; v < V; ++v) {
+                err = std::max(err, std::abs(double(got[p * V + v]) - double(want[p * V + v])));
+                ref = std::max(ref, std::abs(double(want[p * V + v])));
+            }
+            BOOST_TEST_CONTEXT("step=" << step << " position " << p) { BOOST_TEST(err <= 1e-4 * std::max(1.0, ref)); }
+        }
+        BOOST_TEST(fixture::max_abs_err(got, short_ref) > 0.1); // and the two sets differ
+    }
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(the_registry_picks_the_entry_from_the_file) {
     const auto f = gguf::file::open(zoo_dir() + "model.gguf");

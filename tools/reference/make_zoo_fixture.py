@@ -2,7 +2,7 @@
 """Golden fixtures for tiny random-weight models ("zoo"), made by Hugging Face transformers.
 
 For one model family (FAMILIES below; now: qwen2, qwen3, mistral, qwen3moe, stablelm,
-starcoder2, llama3) this script
+starcoder2, llama3, gpt2, phi3, smollm3, bloom) this script
   1. builds a tiny random model with transformers (fixed seed, float32, eager attention),
      with weights large enough that the logits spread over several units and with every
      bias and norm weight perturbed away from its default (0 / 1), so that a loader that
@@ -66,7 +66,8 @@ Requirements (a virtual environment OUTSIDE the repository; see tools/reference/
 Usage:
     /work/venv-ref/bin/python tools/reference/make_zoo_fixture.py qwen2 \\
         --llama-cpp /work/peers/llama.cpp --work /work/zoo-work
-    (and the same with qwen3, mistral, qwen3moe, stablelm, starcoder2 or llama3)
+    (and the same with qwen3, mistral, qwen3moe, stablelm, starcoder2, llama3, gpt2, phi3,
+    smollm3 or bloom; phi3 also writes logits_40_long.f32.bin, see PHI3_* and the README)
     (--out defaults to tests/data/zoo of this repository; --llama-cpp-commit overrides the
     commit read from the tree's COMMIT file or git HEAD.)
 """
@@ -120,12 +121,19 @@ def _perturb_biases_and_norms(model) -> list[str]:
             if name.endswith(".bias"):
                 p.copy_(BIAS_SCALE * torch.randn_like(p))
                 kind = "bias"
-            elif "norm" in name and p.ndim == 1:
+            elif p.ndim == 1 and ("norm" in name or re.search(r"(^|\.)ln_(\d+|f)\.weight$", name)):
+                # "...norm..." (RMSNorm/LayerNorm, incl. BLOOM's word_embeddings_layernorm) and
+                # GPT-2/BLOOM's LayerNorms named ln_1, ln_2, ln_f
                 p.copy_(1.0 + NORM_SCALE * torch.randn_like(p))
                 kind = "norm"
-            elif "embed_tokens" in name:
+            elif "embed_tokens" in name or name.endswith(("wte.weight", "word_embeddings.weight")):
+                # token embeddings (GPT-2 transformer.wte, BLOOM transformer.word_embeddings)
                 p.copy_(EMBED_STD * torch.randn_like(p))
                 kind = "embedding"
+            elif name.endswith("wpe.weight"):
+                # GPT-2's learned absolute position embeddings: same scale as the token rows
+                p.copy_(EMBED_STD * torch.randn_like(p))
+                kind = "position embedding"
             elif p.ndim == 2:
                 p.copy_(INIT_STD * torch.randn_like(p))
                 kind = "weight"
@@ -210,6 +218,14 @@ def _llama_model():
     return LlamaForCausalLM
 
 
+def _transformers_class(name: str) -> Callable[[], Any]:
+    """Lazily imported transformers class (for the newer families)."""
+    def get():
+        import transformers
+        return getattr(transformers, name)
+    return get
+
+
 # Mistral's sliding window, small enough that the 40-token prompt crosses it. transformers 5
 # (MistralModel.forward: create_sliding_window_causal_mask whenever config.sliding_window is
 # not None, also for eager attention) builds the mask from masking_utils:
@@ -228,6 +244,26 @@ STARCODER2_SLIDING_WINDOW = 8   # the same rule (Starcoder2Model uses create_sli
 # per-pair divisors ~ [1, 1.29, 7.67, 8, 8, 8, 8, 8].
 LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+
+
+# Phi-3 LongRoPE for the phi3 family. head_dim 16 -> 8 frequency pairs, one factor each (theta_i
+# is divided by the factor). transformers uses the short set when the sequence is at most
+# original_max_position_embeddings (64) long (both our prompts), the long set beyond; llama.cpp
+# picks by context size (long iff n_ctx_seq > n_ctx_orig_yarn = 64). factor = 256 / 64 = 4 gives
+# the attention (cos/sin) factor sqrt(1 + ln 4 / ln 64) = 1.1547 in both.
+PHI3_SHORT_FACTORS = [1.0, 1.15, 1.3, 1.45, 1.6, 1.75, 1.9, 2.0]
+PHI3_LONG_FACTORS = [1.5, 2.5, 4.0, 6.0, 9.0, 13.0, 18.0, 24.0]
+PHI3_ORIGINAL_MAX_POS = 64
+
+# SmolLM3 NoPE: transformers' default no_rope_layers = [int((i + 1) % no_rope_layer_interval != 0)]
+# (1 = the layer USES RoPE), interval 4: with 4 layers, layer 3 has no RoPE. llama.cpp:
+# llama_model_smollm3 hard-codes n_no_rope_layer_step = 4 and use_rope = (il + 1) % 4 != 0.
+SMOLLM3_NO_ROPE_STEP = 4
+
+# BLOOM ALiBi: llama.cpp hard-codes f_max_alibi_bias = 8 for bloom (no GGUF key); ggml's slopes
+# m0^(h+1), m0 = 2^(-8 / n_head_log2) (n_head a power of 2) equal transformers'
+# build_alibi_tensor slopes (2^(-8/n))^(h+1): for 4 heads 2^-2, 2^-4, 2^-6, 2^-8.
+BLOOM_MAX_ALIBI_BIAS = 8.0
 
 
 @dataclasses.dataclass
@@ -253,12 +289,19 @@ class Family:
     #                                        GGUF tensors the converter makes (not in the checkpoint)
     split_gate_up_experts: bool = False    # checkpoint experts.gate_up_proj [E, 2ff, embd] -> gate, up
     llama3_rope: bool = False              # check rope_freqs.weight against transformers' inv_freq
+    gguf_transposed: tuple[str, ...] = ()  # checkpoint parameter name suffixes the converter transposes
+    #                                        (GPT-2's Conv1D weights are stored [in, out])
+    bloom_qkv: bool = False                # the converter reorders BLOOM's per-head [q, k, v] rows to Q|K|V
+    longrope: bool = False                 # Phi-3 LongRoPE: rope_factors_{short,long}, attn_factor checks
+    no_rope_layer_step: int | None = None  # SmolLM3 NoPE: layer il skips RoPE iff (il + 1) % step == 0
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
                              ids: list[int], rope_style: str, *, qk_norm: bool = False,
                              sliding_window: int | None = None, norm: str = "rms",
                              ffn: str = "swiglu", rope_freq_factors: bool = True,
+                             rope_factors: str | None = None, rope_attn_factor: bool = True,
+                             no_rope_layer_step: int | None = None,
                              stats: dict[str, Any] | None = None) -> np.ndarray:
     """float64 reference for a pre-norm decoder (Llama/Qwen2/Qwen3/Mistral/Qwen3-MoE/StableLM/
     StarCoder2 shape): norm, RoPE, causal GQA attention with optional q/k/v/o biases, MLP,
@@ -287,7 +330,18 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
                       rope_freq_factors=False ignores it (used to show that it matters).
       stats           if a dict, receives "router_min_margin" for "moe": the smallest gap
                       between the k-th and (k+1)-th router probability over all tokens and
-                      layers (a near tie could make float32 and float64 pick different experts)."""
+                      layers (a near tie could make float32 and float64 pick different experts).
+      fused q/k/v     a block with attn_qkv.weight (Phi-3) instead of attn_{q,k,v}: its rows are
+                      split Q (n_head*hd) | K (n_head_kv*hd) | V (n_head_kv*hd).
+      ffn "swiglu_fused"  one ffn_up of 2*n_ff rows (Phi-3's gate_up_proj): the first n_ff rows
+                      are the gate, the rest the up projection: down(silu(gate) * up).
+      rope_factors    "short" / "long": theta_i is divided by the i-th value of the global
+                      rope_factors_short.weight / rope_factors_long.weight (Phi-3 LongRoPE; the
+                      other set is then not used); required when those tensors exist.
+      rope_attn_factor  cos and sin are multiplied by {arch}.rope.scaling.attn_factor when the
+                      GGUF has that key (LongRoPE's attention factor); False ignores it.
+      no_rope_layer_step  layer il applies no RoPE iff (il + 1) % step == 0 (SmolLM3 NoPE;
+                      llama.cpp's rule); None: RoPE in every layer."""
     used: set[str] = set()
 
     def f64(n):
@@ -337,6 +391,15 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
 
     pos = np.arange(n, dtype=np.float64)
     inv = base ** (-np.arange(0, n_rot, 2, dtype=np.float64) / n_rot)  # [n_rot/2]
+    has_factor_sets = "rope_factors_short.weight" in tensors or "rope_factors_long.weight" in tensors
+    assert has_factor_sets == (rope_factors is not None), (has_factor_sets, rope_factors)
+    if rope_factors is not None:
+        assert rope_factors in ("short", "long"), rope_factors
+        ff = f64(f"rope_factors_{rope_factors}.weight")
+        used.add("rope_factors_short.weight")
+        used.add("rope_factors_long.weight")     # the other set is deliberately not used
+        assert ff.shape == inv.shape, (ff.shape, inv.shape)
+        inv = inv / ff
     if "rope_freqs.weight" in tensors:
         if rope_freq_factors:
             ff = f64("rope_freqs.weight")
@@ -346,6 +409,10 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             used.add("rope_freqs.weight")
     ang = pos[:, None] * inv[None, :]                                   # [n, n_rot/2]
     cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]          # [n, 1, n_rot/2]
+    attn_factor_key = f"{arch}.rope.scaling.attn_factor"
+    if attn_factor_key in meta and rope_attn_factor:
+        mscale = float(meta[attn_factor_key])
+        cos, sin = cos * mscale, sin * mscale
 
     def rope_full(x):  # x [n, heads, n_rot]
         if rope_style == "neox":
@@ -403,13 +470,24 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
     for il in range(n_layer):
         p = f"blk.{il}."
         h = block_norm(x, p + "attn_norm")
-        q = lin(h, p + "attn_q").reshape(n, n_head, hd)
-        k = lin(h, p + "attn_k").reshape(n, n_head_kv, hd)
+        if p + "attn_qkv.weight" in tensors:
+            assert p + "attn_q.weight" not in tensors, "both attn_qkv and attn_q"
+            qkv = lin(h, p + "attn_qkv")
+            nq, nkv = n_head * hd, n_head_kv * hd
+            assert qkv.shape[1] == nq + 2 * nkv, qkv.shape
+            q = qkv[:, :nq].reshape(n, n_head, hd)
+            k = qkv[:, nq:nq + nkv].reshape(n, n_head_kv, hd)
+            v = qkv[:, nq + nkv:].reshape(n, n_head_kv, hd)
+        else:
+            q = lin(h, p + "attn_q").reshape(n, n_head, hd)
+            k = lin(h, p + "attn_k").reshape(n, n_head_kv, hd)
         if qk_norm:
             q = rms(q, f64(p + "attn_q_norm.weight"))
             k = rms(k, f64(p + "attn_k_norm.weight"))
-        q, k = rope(q), rope(k)
-        v = lin(h, p + "attn_v").reshape(n, n_head_kv, hd)
+        if no_rope_layer_step is None or (il + 1) % no_rope_layer_step != 0:
+            q, k = rope(q), rope(k)
+        if p + "attn_qkv.weight" not in tensors:
+            v = lin(h, p + "attn_v").reshape(n, n_head_kv, hd)
         group = n_head // n_head_kv
         o = np.empty((n, n_head, hd))
         for hh in range(n_head):
@@ -425,6 +503,12 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
         elif ffn == "gelu":
             x = x + lin(gelu_tanh(lin(h, p + "ffn_up")), p + "ffn_down")
+        elif ffn == "swiglu_fused":
+            gu = lin(h, p + "ffn_up")
+            n_ff = int(meta[f"{arch}.feed_forward_length"])
+            assert gu.shape[1] == 2 * n_ff, (gu.shape, n_ff)
+            g, u = gu[:, :n_ff], gu[:, n_ff:]
+            x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
         elif ffn == "moe":
             x = x + moe(h, p)
         else:
@@ -436,6 +520,101 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
     assert not unused, f"GGUF tensors not used by the numpy forward: {unused}"
     if stats is not None and margins:
         stats["router_min_margin"] = min(margins)
+    return logits
+
+
+def alibi_slopes(n_head: int, max_bias: float) -> np.ndarray:
+    """ggml's ALiBi slopes (ggml_soft_max_ext with max_bias): m0 = 2^(-max_bias / n_log2),
+    m1 = 2^(-max_bias / 2 / n_log2), n_log2 = the largest power of 2 <= n_head; head h < n_log2
+    gets m0^(h+1), the others m1^(2 (h - n_log2) + 1)."""
+    n_log2 = 2 ** int(np.floor(np.log2(n_head)))
+    m0, m1 = 2.0 ** (-max_bias / n_log2), 2.0 ** (-max_bias / 2.0 / n_log2)
+    return np.array([m0 ** (h + 1) if h < n_log2 else m1 ** (2 * (h - n_log2) + 1)
+                     for h in range(n_head)], dtype=np.float64)
+
+
+def numpy_forward_gpt2_bloom(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
+                             ids: list[int], rope_style: str, *, qk_norm: bool = False,
+                             sliding_window: int | None = None, positions: str = "learned",
+                             stats: dict[str, Any] | None = None) -> np.ndarray:
+    """float64 reference for GPT-2 / BLOOM (pre-LayerNorm decoder without RoPE): LayerNorm with
+    bias (eps {arch}.attention.layer_norm_epsilon), one fused attn_qkv projection with bias whose
+    rows are Q | K | V (n_embd each; multi-head, no GQA), causal attention with scale
+    1/sqrt(head_dim), biased attn_output, MLP ffn_down(gelu_tanh(ffn_up(h))) with biases, final
+    LayerNorm output_norm, head output.weight or (tied) token_embd.weight. Positions:
+      "learned"  GPT-2: x = token_embd[id] + position_embd[p] (position_embd.weight);
+      "alibi"    BLOOM: x = LayerNorm(token_embd[id]) with token_embd_norm.{weight,bias}, and the
+                 score of query q, key k gets + slope_h * (k - q) (ggml/llama.cpp's -|p0 - p1|
+                 for k <= q; transformers adds slope_h * k, equal after the softmax), slopes
+                 alibi_slopes(n_head, BLOOM_MAX_ALIBI_BIAS) ("alibi_off": slopes 0, used to
+                 show that ALiBi matters).
+    Every GGUF tensor must be used (asserted)."""
+    assert rope_style == "none" and not qk_norm and sliding_window is None
+    used: set[str] = set()
+
+    def f64(nm):
+        used.add(nm)
+        return tensors[nm].astype(np.float64)
+    n_layer = int(meta[f"{arch}.block_count"])
+    n_embd = int(meta[f"{arch}.embedding_length"])
+    n_head = int(meta[f"{arch}.attention.head_count"])
+    n_head_kv = int(meta.get(f"{arch}.attention.head_count_kv", n_head))
+    assert n_head_kv == n_head, (n_head, n_head_kv)
+    n_ff = int(meta[f"{arch}.feed_forward_length"])
+    eps = float(meta[f"{arch}.attention.layer_norm_epsilon"])
+    hd = n_embd // n_head
+    n = len(ids)
+
+    def layer_norm(x, name):
+        w, b = f64(name + ".weight"), f64(name + ".bias")
+        mu = np.mean(x, axis=-1, keepdims=True)
+        xc = x - mu
+        return xc / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps) * w + b
+
+    def lin(x, name):
+        return x @ f64(name + ".weight").T + f64(name + ".bias")
+
+    def gelu_tanh(x):
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+    x = f64("token_embd.weight")[np.asarray(ids)]
+    qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
+    mask = np.where(ki <= qi, 0.0, -np.inf)
+    if positions == "learned":
+        x = x + f64("position_embd.weight")[:n]
+        bias = np.zeros((n_head, n, n))
+    elif positions in ("alibi", "alibi_off"):
+        x = layer_norm(x, "token_embd_norm")
+        slopes = alibi_slopes(n_head, BLOOM_MAX_ALIBI_BIAS if positions == "alibi" else 0.0)
+        bias = slopes[:, None, None] * (ki - qi)[None, :, :].astype(np.float64)
+    else:
+        raise ValueError(positions)
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        h = layer_norm(x, p + "attn_norm")
+        qkv = lin(h, p + "attn_qkv")
+        assert qkv.shape[1] == 3 * n_embd, qkv.shape
+        q = qkv[:, :n_embd].reshape(n, n_head, hd)
+        k = qkv[:, n_embd:2 * n_embd].reshape(n, n_head, hd)
+        v = qkv[:, 2 * n_embd:].reshape(n, n_head, hd)
+        o = np.empty((n, n_head, hd))
+        for hh in range(n_head):
+            sc = q[:, hh, :] @ k[:, hh, :].T / np.sqrt(hd) + bias[hh] + mask
+            sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
+            sc /= sc.sum(axis=-1, keepdims=True)
+            o[:, hh, :] = sc @ v[:, hh, :]
+        x = x + lin(o.reshape(n, n_embd), p + "attn_output")
+        h = layer_norm(x, p + "ffn_norm")
+        u = lin(h, p + "ffn_up")
+        assert u.shape[1] == n_ff, (u.shape, n_ff)
+        x = x + lin(gelu_tanh(u), p + "ffn_down")
+    x = layer_norm(x, "output_norm")
+    if "output.weight" in tensors:
+        logits = x @ f64("output.weight").T
+    else:
+        logits = x @ f64("token_embd.weight").T
+    unused = sorted(set(tensors) - used)
+    assert not unused, f"GGUF tensors not used by the numpy forward: {unused}"
     return logits
 
 
@@ -662,6 +841,135 @@ FAMILIES: dict[str, Family] = {
         gguf_generated_tensors=["rope_freqs.weight"],
         llama3_rope=True,
     ),
+    "gpt2": Family(
+        config_cls=_transformers_class("GPT2Config"),
+        model_cls=_transformers_class("GPT2LMHeadModel"),
+        config_kwargs=dict(
+            vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=256,
+            n_ctx=256,                                   # read by the converter (context_length)
+            n_inner=None,                                # MLP 4 * 64 = 256 (the converter hard-codes 4 * n_embd)
+            activation_function="gelu_new", layer_norm_epsilon=1e-5,
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+            scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False,
+            reorder_and_upcast_attn=False, tie_word_embeddings=True,
+            bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # wte/wpe: embedding rules, ln_*: norm rule
+        converter_class=("conversion.gpt2", "GPT2Model"),
+        gguf_arch="gpt2",
+        llama_arch_enum="LLM_ARCH_GPT2",
+        rope_style="none",
+        required_tensors=[
+            "token_embd.weight", "position_embd.weight", "output_norm.weight", "output_norm.bias",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_norm.bias",
+            "blk.{bid}.attn_qkv.weight", "blk.{bid}.attn_qkv.bias",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.attn_output.bias",
+            "blk.{bid}.ffn_norm.weight", "blk.{bid}.ffn_norm.bias",
+            "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_up.bias",
+            "blk.{bid}.ffn_down.weight", "blk.{bid}.ffn_down.bias",
+        ],
+        numpy_forward=numpy_forward_gpt2_bloom,
+        numpy_options={"positions": "learned"},
+        gguf_transposed=(".c_attn.weight", ".c_proj.weight", ".c_fc.weight"),
+    ),
+    "phi3": Family(
+        config_cls=_transformers_class("Phi3Config"),
+        model_cls=_transformers_class("Phi3ForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            max_position_embeddings=256, original_max_position_embeddings=PHI3_ORIGINAL_MAX_POS,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                             "short_factor": list(PHI3_SHORT_FACTORS),
+                             "long_factor": list(PHI3_LONG_FACTORS),
+                             "original_max_position_embeddings": PHI3_ORIGINAL_MAX_POS},
+            rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None,
+            hidden_act="silu", resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.phi", "Phi3MiniModel"),
+        gguf_arch="phi3",
+        llama_arch_enum="LLM_ARCH_PHI3",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "rope_factors_short.weight", "rope_factors_long.weight",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_qkv.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"ffn": "swiglu_fused", "rope_factors": "short"},
+        gguf_generated_tensors=["rope_factors_long.weight", "rope_factors_short.weight"],
+        longrope=True,
+    ),
+    "smollm3": Family(
+        config_cls=_transformers_class("SmolLM3Config"),
+        model_cls=_transformers_class("SmolLM3ForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, tie_word_embeddings=False,
+            no_rope_layers=None, no_rope_layer_interval=SMOLLM3_NO_ROPE_STEP,
+            use_sliding_window=False, sliding_window=None,
+            attention_bias=False, mlp_bias=False, hidden_act="silu", attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.llama", "SmolLM3Model"),
+        gguf_arch="smollm3",
+        llama_arch_enum="LLM_ARCH_SMOLLM3",
+        rope_style="norm",                           # the converter permutes q/k rows (LlamaModel)
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"no_rope_layer_step": SMOLLM3_NO_ROPE_STEP},
+        gguf_qk_permuted=True,
+        no_rope_layer_step=SMOLLM3_NO_ROPE_STEP,
+    ),
+    "bloom": Family(
+        config_cls=_transformers_class("BloomConfig"),
+        model_cls=_transformers_class("BloomForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5,
+            seq_length=256,                              # read by the converter (context_length;
+            #                                              without it the converter writes n_embd = 64)
+            apply_residual_connection_post_layernorm=False,
+            hidden_dropout=0.0, attention_dropout=0.0, pretraining_tp=1, slow_but_exact=False,
+            tie_word_embeddings=True,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # word_embeddings: embedding rule; *layernorm*, ln_f: norm rule
+        converter_class=("conversion.bloom", "BloomModel"),
+        gguf_arch="bloom",
+        llama_arch_enum="LLM_ARCH_BLOOM",
+        rope_style="none",
+        required_tensors=[
+            "token_embd.weight", "token_embd_norm.weight", "token_embd_norm.bias",
+            "output_norm.weight", "output_norm.bias",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_norm.bias",
+            "blk.{bid}.attn_qkv.weight", "blk.{bid}.attn_qkv.bias",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.attn_output.bias",
+            "blk.{bid}.ffn_norm.weight", "blk.{bid}.ffn_norm.bias",
+            "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_up.bias",
+            "blk.{bid}.ffn_down.weight", "blk.{bid}.ffn_down.bias",
+        ],
+        numpy_forward=numpy_forward_gpt2_bloom,
+        numpy_options={"positions": "alibi"},
+        bloom_qkv=True,
+    ),
 }
 
 
@@ -724,6 +1032,8 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
         sys.argv = saved_argv
         if original is not None:
             cls.set_vocab = original
+        else:
+            del cls.set_vocab                   # inherited before: back to the base class's
     assert calls, f"{fam.converter_class[1]}.set_vocab was not the one called: the converter picked another class"
     return argv[1:]
 
@@ -755,7 +1065,8 @@ def rope_style_in_llama_cpp(llama_cpp: Path, arch_enum: str) -> str | None:
     assert m, f"{arch_enum} not in llama_model_rope_type"
     r = re.search(r"return\s+([^;]+);", body[m.end():])
     value = r.group(1).strip()
-    return {"LLAMA_ROPE_TYPE_NEOX": "neox", "LLAMA_ROPE_TYPE_NORM": "norm"}.get(value, value)
+    return {"LLAMA_ROPE_TYPE_NEOX": "neox", "LLAMA_ROPE_TYPE_NORM": "norm",
+            "LLAMA_ROPE_TYPE_NONE": "none"}.get(value, value)
 
 
 def add_gguf_keys(path: Path, added: dict[str, tuple[str, Any]]) -> None:
@@ -920,6 +1231,41 @@ def main() -> None:
             assert types.get(name) == "F32", f"{name} missing or not F32"
     # the GGUF holds exactly the checkpoint's values
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    # a tied head (GPT-2, BLOOM) is the same tensor as the token embedding: keep it once
+    seen_ptrs: dict[int, str] = {}
+    tied = []
+    for k, v in model.state_dict().items():
+        ptr = v.data_ptr()
+        if ptr in seen_ptrs:
+            tied.append(f"{k} = {seen_ptrs[ptr]}")
+            del sd[k]
+        else:
+            seen_ptrs[ptr] = k
+    if tied:
+        print(f"tied (compared once): {tied}")
+    if fam.gguf_transposed:
+        # GPT-2's Conv1D keeps its weight as [in, out]; the converter writes [out, in]
+        transposed = 0
+        for k in sd:
+            if k.endswith(fam.gguf_transposed):
+                sd[k] = np.ascontiguousarray(sd[k].T)
+                transposed += 1
+        print(f"compared {transposed} Conv1D weights transposed")
+    if fam.bloom_qkv:
+        # BLOOM's query_key_value rows are per head [q_h, k_h, v_h] (head_dim rows each, heads
+        # in order: BloomAttention._reshape views [.., n_head, 3, head_dim]); the converter
+        # writes all q rows, then all k, then all v. The same reordering, written independently:
+        n_h = config.n_head
+        reordered = 0
+        for k in sd:
+            if k.endswith("self_attention.query_key_value.weight") or k.endswith("self_attention.query_key_value.bias"):
+                w = sd[k]
+                hd_ = w.shape[0] // (3 * n_h)
+                rows = [h * 3 * hd_ + part * hd_ + r for part in range(3) for h in range(n_h) for r in range(hd_)]
+                sd[k] = np.ascontiguousarray(w[rows])
+                reordered += 1
+        assert reordered == 2 * config.n_layer, reordered
+        print(f"compared {reordered} query_key_value weights/biases with rows reordered to Q|K|V")
     if fam.gguf_qk_permuted:
         permuted = 0
         for k in sd:
@@ -956,6 +1302,10 @@ def main() -> None:
         matched += 1
     print(f"all {matched} checkpoint tensors found bit-exact in the GGUF")
     window = meta.get(f"{fam.gguf_arch}.attention.sliding_window")
+    if window == 0 and fam.gguf_arch == "phi3":
+        # the phi3 converter writes 0 when the config has no window (Phi-4's "no window")
+        print(f"{fam.gguf_arch}.attention.sliding_window = 0: no window")
+        window = None
     assert getattr(config, "sliding_window", None) == fam.sliding_window, (config.sliding_window, fam.sliding_window)
     assert window == fam.sliding_window, (window, fam.sliding_window)
     if window is not None:
@@ -983,6 +1333,78 @@ def main() -> None:
         assert len(rope_freqs) == hd // 2
         assert np.allclose(rope_freqs, tf_factors, rtol=1e-5, atol=0), (rope_freqs, tf_factors)
         assert len(set(rope_freqs)) >= 3 and any(f != 1.0 for f in rope_freqs), rope_freqs
+
+    extra_versions: dict[str, Any] = {}       # family-specific records for versions.json
+    extra_checks: dict[str, Any] = {}
+    extra_files: dict[str, np.ndarray] = {}   # more outputs (phi3: numpy logits with the long factors)
+    arch = fam.gguf_arch
+    if fam.longrope:
+        # the converter's factor tensors and attention factor against transformers' own LongRoPE
+        short_f = [float(v) for v in tensors["rope_factors_short.weight"]]
+        long_f = [float(v) for v in tensors["rope_factors_long.weight"]]
+        rp = config.rope_parameters
+        assert rp["rope_type"] == "longrope", rp
+        assert short_f == [float(np.float32(v)) for v in rp["short_factor"]], short_f
+        assert long_f == [float(np.float32(v)) for v in rp["long_factor"]], long_f
+        assert short_f != long_f and len(set(short_f)) > 3 and len(set(long_f)) > 3
+        hd = int(meta[f"{arch}.embedding_length"]) // int(meta[f"{arch}.attention.head_count"])
+        assert int(meta[f"{arch}.rope.dimension_count"]) == hd and len(short_f) == hd // 2
+        base = float(meta[f"{arch}.rope.freq_base"])
+        inv_default = base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+        rot = model.model.rotary_emb
+        assert rot.rope_type == "longrope", rot.rope_type
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        orig = int(rp["original_max_position_embeddings"])
+        inv_long_tf, attn_long_tf = ROPE_INIT_FUNCTIONS["longrope"](config, None, seq_len=orig + 1)
+        tf_short = inv_default / rot.original_inv_freq.detach().to(torch.float64).numpy()
+        tf_long = inv_default / inv_long_tf.detach().to(torch.float64).numpy()
+        print(f"rope_factors_short.weight {short_f}\n  transformers' base^(-2i/d) / inv_freq (short) {tf_short.tolist()}")
+        print(f"rope_factors_long.weight {long_f}\n  transformers' base^(-2i/d) / inv_freq (long) {tf_long.tolist()}")
+        assert np.allclose(short_f, tf_short, rtol=1e-5, atol=0) and np.allclose(long_f, tf_long, rtol=1e-5, atol=0)
+        attn_gguf = float(meta[f"{arch}.rope.scaling.attn_factor"])
+        ctx = int(meta[f"{arch}.context_length"])
+        orig_gguf = int(meta[f"{arch}.rope.scaling.original_context_length"])
+        expected = float(np.sqrt(1.0 + np.log(ctx / orig_gguf) / np.log(orig_gguf)))
+        print(f"attn_factor: GGUF {attn_gguf!r}, transformers attention_scaling {rot.attention_scaling!r} "
+              f"(long {attn_long_tf!r}), sqrt(1 + ln({ctx}/{orig_gguf}) / ln {orig_gguf}) = {expected!r}")
+        assert (ctx, orig_gguf) == (config.max_position_embeddings, orig) == (256, PHI3_ORIGINAL_MAX_POS)
+        assert abs(attn_gguf - rot.attention_scaling) < 1e-6 and abs(attn_gguf - attn_long_tf) < 1e-6
+        assert abs(attn_gguf - expected) < 1e-6 and attn_gguf > 1.1
+        extra_versions["longrope"] = {
+            "tensors": "rope_factors_short.weight / rope_factors_long.weight (global, generated by the "
+                       "converter from rope_parameters short_factor / long_factor)",
+            "short_factors": short_f, "long_factors": long_f,
+            "attn_factor": attn_gguf,
+            "use": "theta_i = p * freq_base^(-2i/n_rot) / factors[i]; cos and sin multiplied by attn_factor",
+            "selection": f"transformers: long iff the sequence length > original_max_position_embeddings "
+                         f"({orig}): both prompts use the short set; llama.cpp: long iff n_ctx_seq > "
+                         f"rope.scaling.original_context_length ({orig_gguf})",
+            "matches_transformers": True,
+        }
+    if fam.no_rope_layer_step is not None:
+        step = fam.no_rope_layer_step
+        llama_rule = [int((il + 1) % step != 0) for il in range(config.num_hidden_layers)]
+        print(f"no_rope_layers (1 = RoPE): transformers {config.no_rope_layers}, llama.cpp rule "
+              f"(il + 1) % {step} != 0 -> {llama_rule}")
+        assert list(config.no_rope_layers) == llama_rule and 0 in llama_rule, config.no_rope_layers
+        assert [layer.self_attn.use_rope for layer in model.model.layers] == llama_rule
+        extra_versions["no_rope_layers"] = {
+            "transformers_no_rope_layers": list(config.no_rope_layers),
+            "rule": f"layer il applies RoPE iff (il + 1) % {step} != 0 (transformers no_rope_layer_interval "
+                    f"{config.no_rope_layer_interval}; llama.cpp n_no_rope_layer_step {step}, not in the GGUF)",
+        }
+    if fam.numpy_forward is numpy_forward_gpt2_bloom and fam.numpy_options.get("positions") == "alibi":
+        from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+        n_h = int(meta[f"{arch}.attention.head_count"])
+        al = build_alibi_tensor(torch.ones(1, 8, dtype=torch.long), n_h, torch.float32)  # [n_head, 1, 8]
+        tf_slopes = al[:, 0, 1].to(torch.float64).numpy()
+        ours = alibi_slopes(n_h, BLOOM_MAX_ALIBI_BIAS)
+        print(f"ALiBi slopes: transformers {tf_slopes.tolist()}, ggml (max_bias {BLOOM_MAX_ALIBI_BIAS}) {ours.tolist()}")
+        assert np.array_equal(tf_slopes, ours), (tf_slopes, ours)
+        assert np.allclose(al[:, 0, :].numpy(), ours[:, None] * np.arange(8)), "alibi not slope * position"
+        extra_versions["alibi"] = {"slopes": ours.tolist(), "max_bias": BLOOM_MAX_ALIBI_BIAS,
+                                   "rule": "score(q, k) += slope_h * (k - q) (llama.cpp: -|p0 - p1|; "
+                                           "transformers: slope_h * k, the same after softmax)"}
 
     numpy_diff = no_window_diff = no_rope_freqs_diff = None
     numpy_stats: dict[str, Any] = {}
@@ -1024,6 +1446,62 @@ def main() -> None:
                 no_window_diff[n] = d
                 print(f"  the same WITHOUT the sliding window, n={n}: max |diff| {d:.3e}")
                 assert (d > 1e-2) if n > window else (d < 1e-4), (n, window, d)
+        if fam.longrope:
+            # the long factor set: numpy with rope_factors_long.weight at n=40, checked against
+            # transformers with its own long inverse frequencies swapped in (what it uses for a
+            # sequence longer than original_max_position_embeddings)
+            n40 = PROMPTS[40]
+            opts = dict(fam.numpy_options)
+            opts["rope_factors"] = "long"
+            ref_long = fam.numpy_forward(tensors, meta, arch, n40, fam.rope_style,
+                                         qk_norm=fam.qk_norm, sliding_window=window, **opts)
+            rot = model.model.rotary_emb
+            saved = rot.original_inv_freq.clone()
+            try:
+                rot.original_inv_freq.copy_(inv_long_tf.to(saved.dtype))
+                with torch.no_grad():
+                    tf_long_logits = model(input_ids=torch.tensor([n40], dtype=torch.long),
+                                           use_cache=False).logits[0].to(torch.float64).numpy()
+            finally:
+                rot.original_inv_freq.copy_(saved)
+            d_long = float(np.abs(ref_long - tf_long_logits).max())
+            d_short_long = float(np.abs(ref_long - logits[40].astype(np.float64)).max())
+            print(f"  numpy with the LONG factors vs transformers with its long inv_freq, n=40: max |diff| {d_long:.3e}")
+            print(f"  numpy LONG vs the (short) transformers logits, n=40: max |diff| {d_short_long:.3e}")
+            assert d_long < 1e-4 and d_short_long > 1e-2, (d_long, d_short_long)
+            no_attn = {}
+            for n, ids in PROMPTS.items():
+                ref = fam.numpy_forward(tensors, meta, arch, ids, fam.rope_style, qk_norm=fam.qk_norm,
+                                        sliding_window=window, rope_attn_factor=False, **fam.numpy_options)
+                no_attn[n] = float(np.abs(ref - logits[n].astype(np.float64)).max())
+                print(f"  the same WITHOUT attn_factor, n={n}: max |diff| {no_attn[n]:.3e}")
+            assert min(no_attn.values()) > 1e-2, no_attn
+            extra_files["logits_40_long.f32.bin"] = np.ascontiguousarray(ref_long, dtype="<f4")
+            extra_checks["numpy_long_factors_vs_transformers_long_inv_freq_max_abs_diff_40"] = d_long
+            extra_checks["numpy_long_factors_vs_transformers_short_max_abs_diff_40"] = d_short_long
+            extra_checks["numpy_float64_without_attn_factor_vs_transformers_max_abs_diff"] = {
+                str(n): d for n, d in no_attn.items()}
+        if fam.no_rope_layer_step is not None:
+            opts = {k: v for k, v in fam.numpy_options.items() if k != "no_rope_layer_step"}
+            all_rope = {}
+            for n, ids in PROMPTS.items():
+                ref = fam.numpy_forward(tensors, meta, arch, ids, fam.rope_style, qk_norm=fam.qk_norm,
+                                        sliding_window=window, no_rope_layer_step=None, **opts)
+                all_rope[n] = float(np.abs(ref - logits[n].astype(np.float64)).max())
+                print(f"  the same WITH RoPE in every layer, n={n}: max |diff| {all_rope[n]:.3e}")
+            assert min(all_rope.values()) > 1e-2, all_rope
+            extra_checks["numpy_float64_with_rope_in_every_layer_vs_transformers_max_abs_diff"] = {
+                str(n): d for n, d in all_rope.items()}
+        if fam.numpy_options.get("positions") == "alibi":
+            no_alibi = {}
+            for n, ids in PROMPTS.items():
+                ref = fam.numpy_forward(tensors, meta, arch, ids, fam.rope_style, qk_norm=fam.qk_norm,
+                                        sliding_window=window, positions="alibi_off")
+                no_alibi[n] = float(np.abs(ref - logits[n].astype(np.float64)).max())
+                print(f"  the same WITHOUT ALiBi, n={n}: max |diff| {no_alibi[n]:.3e}")
+            assert min(no_alibi.values()) > 1e-2, no_alibi
+            extra_checks["numpy_float64_without_alibi_vs_transformers_max_abs_diff"] = {
+                str(n): d for n, d in no_alibi.items()}
 
     # 6. outputs
     shutil.copyfile(gguf_work, out / "model.gguf")
@@ -1032,6 +1510,9 @@ def main() -> None:
         np.asarray(ids, dtype="<i4").tofile(out / f"tokens_{n}.i32.bin")
         logits[n].tofile(out / f"logits_{n}.f32.bin")
         written += [f"tokens_{n}.i32.bin", f"logits_{n}.f32.bin"]
+    for name, arr in extra_files.items():
+        arr.tofile(out / name)
+        written.append(name)
     gguf_py_version = re.search(r'^version\s*=\s*"([^"]+)"',
                                 (args.llama_cpp / "gguf-py" / "pyproject.toml").read_text(), re.M)
     import safetensors
@@ -1112,6 +1593,14 @@ def main() -> None:
         if no_rope_freqs_diff is not None:
             versions["checks"]["numpy_float64_without_rope_freqs_vs_transformers_max_abs_diff"] = {
                 str(n): d for n, d in no_rope_freqs_diff.items()}
+    versions.update(extra_versions)
+    versions["checks"].update(extra_checks)
+    if "logits_40_long.f32.bin" in extra_files:
+        versions["logits_40_long"] = (
+            "logits_40_long.f32.bin: the 40-token prompt's logits from the float64 numpy forward on the "
+            "GGUF with rope_factors_long.weight (stored as float32, layout as logits_40), i.e. what "
+            "llama.cpp computes with a context > rope.scaling.original_context_length; checked against "
+            "transformers with its long inverse frequencies")
     (out / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
     written.append("versions.json")
     print(f"\nwrote {', '.join(written)} to {out}")

@@ -24,7 +24,17 @@ struct rope_params {
     // per rotated pair i: its frequency is divided by freq_factors[i] (Llama-3 scaling,
     // LongRoPE: the file's rope_freqs.weight); null = 1
     const float* freq_factors = nullptr;
+    // LongRoPE's long-context factors (rope_factors_long.weight): a session whose context
+    // exceeds n_ctx_orig uses them instead of freq_factors (for_context)
+    const float* freq_factors_long = nullptr;
 };
+
+/// The parameters a session of n_ctx positions rotates with (llama.cpp's
+/// get_rope_factors: the long factors iff the context per sequence exceeds n_ctx_orig).
+inline rope_params for_context(rope_params p, std::size_t n_ctx) noexcept {
+    if (p.freq_factors_long && n_ctx > p.n_ctx_orig) p.freq_factors = p.freq_factors_long;
+    return p;
+}
 
 namespace detail {
 inline float yarn_corr_dim(std::size_t n_dims, std::size_t n_ctx_orig, float n_rot, float base) {

@@ -3,12 +3,16 @@
 // models/presets/ (models/architectures.hpp adds the RWKV and encoder ones). A
 // Decoder<...> loaded without an entry takes the conventions of its file's
 // architecture from this list.
+#include "archetype/models/presets/bloom.hpp"
 #include "archetype/models/presets/gemma3.hpp"
+#include "archetype/models/presets/gpt2.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
+#include "archetype/models/presets/phi3.hpp"
 #include "archetype/models/presets/qwen2.hpp"
 #include "archetype/models/presets/qwen3.hpp"
 #include "archetype/models/presets/qwen3moe.hpp"
+#include "archetype/models/presets/smollm3.hpp"
 #include "archetype/models/presets/stablelm.hpp"
 #include "archetype/models/presets/starcoder2.hpp"
 #include "archetype/models/registry.hpp"
@@ -20,6 +24,8 @@ using decoder_architectures =
     architecture_list<presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
                       presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture,
                       presets::qwen3_architecture, presets::qwen3moe_architecture, presets::stablelm_architecture,
-                      presets::starcoder2_architecture, presets::starcoder2_swa_architecture>;
+                      presets::starcoder2_architecture, presets::starcoder2_swa_architecture,
+                      presets::gpt2_architecture, presets::phi3_architecture, presets::phi3_swa_architecture,
+                      presets::smollm3_architecture, presets::bloom_architecture>;
 
 } // namespace archetype

@@ -88,6 +88,7 @@ struct decoder_hparams {
     float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
+    std::size_t no_rope_step = 0; // > 0: layer il is not rotated iff (il + 1) % step == 0 (SmolLM3)
 };
 
 template <DecoderType D>
@@ -147,6 +148,8 @@ public:
                                                        : " (G = global causal)"));
         if (d.n_expert > 1)
             s += describe_line("experts", std::to_string(d.n_expert_used) + " of " + std::to_string(d.n_expert));
+        if (hp_.rotary && hp_.no_rope_step)
+            s += describe_line("no rope", "every " + std::to_string(hp_.no_rope_step) + "th layer (NoPE)");
         if (hp_.rotary && hp_.rope_swa.freq_base != hp_.rope.freq_base)
             s += describe_line("rope (W)", "base " + std::to_string(hp_.rope_swa.freq_base) + " on windowed layers");
         if (hp_.attn.scale != 1.f / std::sqrt(float(d.head_dim)))
@@ -239,6 +242,18 @@ public:
         kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) {
             return m_.repacked(lookup_matrix(name, cols, rows));
         }
+        /// Rows [first, first + n) of a matrix [cols, rows] — one part of a fused projection
+        /// (attn_qkv, a merged gate/up): a view of those rows, or their own x16 copy.
+        kernels::weight_view matrix_rows(const std::string& name, std::size_t cols, std::size_t rows, std::size_t first,
+                                         std::size_t n) {
+            auto w = lookup_matrix(name, cols, rows);
+            if (first + n > rows)
+                throw shape_error("rows " + std::to_string(first) + ".." + std::to_string(first + n - 1) + " of '" +
+                                  name + "', which has " + std::to_string(rows));
+            w.data = w.row(first);
+            w.rows = n;
+            return m_.repacked(w);
+        }
         /// A matrix read by rows (embeddings): always the file's view.
         kernels::weight_view lookup_matrix(const std::string& name, std::size_t cols, std::size_t rows) {
             const auto& t = tensor(name, {cols, rows});
@@ -304,12 +319,26 @@ private:
             return ffn_impl<ffn_policy>::bind(b, blk, n_embd, n_ff); // a policy with its own tensors
         } else {
             layers::ffn_weights w;
-            if constexpr (ffn_policy::gated) {
-                w.gate = b.matrix(blk + "ffn_gate.weight", n_embd, n_ff);
-                w.gate_bias = b.optional_vector_f32(blk + "ffn_gate.bias", n_ff);
+            // a gated block whose gate and up are one ffn_up of 2 x n_ff rows (Phi-3), gate first
+            const bool fused = ffn_policy::gated && !file_->find_tensor(blk + "ffn_gate.weight") &&
+                               file_->find_tensor(blk + "ffn_up.weight") &&
+                               file_->tensor(blk + "ffn_up.weight").ne.size() >= 2 &&
+                               file_->tensor(blk + "ffn_up.weight").ne[1] == 2 * n_ff;
+            if (fused) {
+                w.gate = b.matrix_rows(blk + "ffn_up.weight", n_embd, 2 * n_ff, 0, n_ff);
+                w.up = b.matrix_rows(blk + "ffn_up.weight", n_embd, 2 * n_ff, n_ff, n_ff);
+                if (const float* bias = b.optional_vector_f32(blk + "ffn_up.bias", 2 * n_ff)) {
+                    w.gate_bias = bias;
+                    w.up_bias = bias + n_ff;
+                }
+            } else {
+                if constexpr (ffn_policy::gated) {
+                    w.gate = b.matrix(blk + "ffn_gate.weight", n_embd, n_ff);
+                    w.gate_bias = b.optional_vector_f32(blk + "ffn_gate.bias", n_ff);
+                }
+                w.up = b.matrix(blk + "ffn_up.weight", n_embd, n_ff);
+                w.up_bias = b.optional_vector_f32(blk + "ffn_up.bias", n_ff);
             }
-            w.up = b.matrix(blk + "ffn_up.weight", n_embd, n_ff);
-            w.up_bias = b.optional_vector_f32(blk + "ffn_up.bias", n_ff);
             w.down = b.matrix(blk + "ffn_down.weight", n_ff, n_embd);
             w.down_bias = b.optional_vector_f32(blk + "ffn_down.bias", n_embd);
             return w;

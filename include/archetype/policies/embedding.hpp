@@ -8,6 +8,7 @@
 
 #include "archetype/core/policy.hpp"
 #include "archetype/policies/impl.hpp"
+#include "archetype/policies/norm.hpp"
 
 namespace archetype {
 
@@ -45,6 +46,35 @@ struct embedding_impl<ScaledEmbedding> {
     /// n floats (whole rows) in place.
     static void apply(const weights& w, float* x, std::size_t n) noexcept {
         for (std::size_t i = 0; i < n; ++i) x[i] *= w.scale;
+    }
+};
+
+/// The embedding row normalised by Norm with the file's token_embd_norm.{weight,bias}
+/// (BLOOM: a LayerNorm right after the lookup; eps is the norm's key of the file).
+template <class Norm = LayerNorm>
+struct NormedEmbedding {
+    using axis = archetype::axis::embedding;
+    static constexpr std::string_view name = "NormedEmbedding";
+    static constexpr bool scaled = false;
+    static std::string describe() { return "NormedEmbedding<" + Norm::describe() + "> (token_embd_norm)"; }
+};
+template <class Norm>
+struct embedding_impl<NormedEmbedding<Norm>> {
+    struct weights {
+        const float *w = nullptr, *b = nullptr;
+        float eps = 0.f;
+        std::size_t n_embd = 0;
+    };
+    template <class Binder>
+    static void bind(Binder& b, weights& w) {
+        w.n_embd = b.hparams().dims.n_embd;
+        w.w = b.vector_f32("token_embd_norm.weight", w.n_embd);
+        w.b = b.optional_vector_f32("token_embd_norm.bias", w.n_embd);
+        w.eps = norm_impl<Norm>::eps(b.keys());
+    }
+    /// n floats (whole rows of n_embd) in place.
+    static void apply(const weights& w, float* x, std::size_t n) noexcept {
+        for (std::size_t r = 0; r + w.n_embd <= n; r += w.n_embd) norm_impl<Norm>::apply(x + r, w.w, w.b, x + r, w.n_embd, w.eps);
     }
 };
 

@@ -26,7 +26,8 @@ struct SelfAttentionWith {
 };
 using SelfAttention = SelfAttentionWith<>;
 
-/// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight,
+/// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight
+/// (or one fused attn_qkv.weight [+ .bias], split by rows into Q, K, V),
 /// the optional biases attn_{q,k,v,output}.bias (Qwen2, StableLM, GPT-2 ...; bound
 /// whenever the file has them, llama.cpp's TENSOR_NOT_REQUIRED), and the per-head
 /// QK norms attn_{q,k}_norm.weight as the policy's qk_norm says.
@@ -37,13 +38,26 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
     static void bind(Binder& b, const std::string& blk, weights& w) {
         const auto& d = b.hparams().dims;
         const std::size_t E = d.n_embd, qw = d.n_head * d.head_dim, kw = d.n_head_kv * d.head_dim, hd = d.head_dim;
-        w.wq = b.matrix(blk + "attn_q.weight", E, qw);
-        w.wk = b.matrix(blk + "attn_k.weight", E, kw);
-        w.wv = b.matrix(blk + "attn_v.weight", E, kw);
+        if (b.file().find_tensor(blk + "attn_qkv.weight")) {
+            // one fused projection [E, qw + 2 kw] (GPT-2, Phi-3, BLOOM): Q, K, V are its row ranges
+            const std::size_t n = qw + 2 * kw;
+            w.wq = b.matrix_rows(blk + "attn_qkv.weight", E, n, 0, qw);
+            w.wk = b.matrix_rows(blk + "attn_qkv.weight", E, n, qw, kw);
+            w.wv = b.matrix_rows(blk + "attn_qkv.weight", E, n, qw + kw, kw);
+            if (const float* bias = b.optional_vector_f32(blk + "attn_qkv.bias", n)) {
+                w.bq = bias;
+                w.bk = bias + qw;
+                w.bv = bias + qw + kw;
+            }
+        } else {
+            w.wq = b.matrix(blk + "attn_q.weight", E, qw);
+            w.wk = b.matrix(blk + "attn_k.weight", E, kw);
+            w.wv = b.matrix(blk + "attn_v.weight", E, kw);
+            w.bq = b.optional_vector_f32(blk + "attn_q.bias", qw);
+            w.bk = b.optional_vector_f32(blk + "attn_k.bias", kw);
+            w.bv = b.optional_vector_f32(blk + "attn_v.bias", kw);
+        }
         w.wo = b.matrix(blk + "attn_output.weight", qw, E);
-        w.bq = b.optional_vector_f32(blk + "attn_q.bias", qw);
-        w.bk = b.optional_vector_f32(blk + "attn_k.bias", kw);
-        w.bv = b.optional_vector_f32(blk + "attn_v.bias", kw);
         w.bo = b.optional_vector_f32(blk + "attn_output.bias", E);
         const bool has_qn = b.file().find_tensor(blk + "attn_q_norm.weight") != nullptr;
         if constexpr (QKNorm == qk_norm::none) {

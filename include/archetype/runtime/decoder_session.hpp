@@ -100,6 +100,10 @@ public:
         cos_.assign(rows_ * half, 0.f);
         sin_.assign(rows_ * half, 0.f);
         two_ropes_ = hp.rotary && (hp.rope_swa.freq_base != hp.rope.freq_base || hp.rope_swa.freq_scale != hp.rope.freq_scale);
+        // LongRoPE (Phi-3): the long-context frequency factors when this session's context
+        // exceeds the training one, as llama.cpp decides (per context, not per call)
+        rope_ = layers::for_context(hp.rope, opt_.n_ctx);
+        rope_swa_ = layers::for_context(hp.rope_swa, opt_.n_ctx);
         if (two_ropes_) {
             cos_swa_.assign(rows_ * half, 0.f);
             sin_swa_.assign(rows_ * half, 0.f);
@@ -297,17 +301,19 @@ private:
         embedding_impl<typename D::embedding>::apply(m_->embedding(), x_.data(), n * E);
         if constexpr (adds_to_embedding)
             for (std::size_t i = 0; i < n; ++i) pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
-        const layers::rope_params* rope = hp.rotary ? &hp.rope : nullptr;
+        const layers::rope_params* rope = hp.rotary ? &rope_ : nullptr;
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
-        if (two_ropes_) layers::rope_tables(hp.rope_swa, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
+        if (two_ropes_) layers::rope_tables(rope_swa_, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
         using Norm = typename D::base_norm;
         constexpr bool post = D::sandwich_norms;
         for (std::size_t il = 0; il < hp.dims.n_layer; ++il) {
             const auto& L = m_->layer_at(il);
             const bool swa_rope = two_ropes_ && hp.windowed[il];
             layers::apply_norm<Norm>(L.attn_norm, x_.data(), E, h_.data(), E, n, E);
+            // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
+            const bool rotated = rope && (hp.no_rope_step == 0 || (il + 1) % hp.no_rope_step != 0);
             layers::project_qkv(L.attn, hp.attn, h_.data(), E, n, q_.data(), k_.data(), v_.data(),
-                                swa_rope ? &hp.rope_swa : rope, swa_rope ? cos_swa_.data() : cos_.data(),
+                                !rotated ? nullptr : swa_rope ? &rope_swa_ : rope, swa_rope ? cos_swa_.data() : cos_.data(),
                                 swa_rope ? sin_swa_.data() : sin_.data(), pool);
             for (const auto& g : groups_) attend(il, g);
             kernels::matmul(L.attn.wo, ao_.data(), qw, n, t_.data(), E, pool);
@@ -344,6 +350,7 @@ private:
     std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_;
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
+    layers::rope_params rope_, rope_swa_; // the model's, with the factors this context takes
     std::vector<float> cos_swa_, sin_swa_;
     std::vector<std::int64_t> pos_;
     std::vector<group> groups_;

@@ -7,7 +7,8 @@
 // rope.freq_base, rope.scaling.{type,factor,original_context_length,yarn_*},
 // rope.freq_base_swa (the windowed layers' base; its default is the
 // architecture's, gguf_conventions::rope_swa_base_default), and the optional tensor
-// rope_freqs.weight (per-pair frequency divisors: Llama-3 scaling, as ggml applies them). The pairing of a
+// rope_freqs.weight (per-pair frequency divisors: Llama-3 scaling, as ggml applies them)
+// and rope_factors_{short,long}.weight (LongRoPE: the session's context picks the set). The pairing of a
 // `from_file` RoPE is the architecture's (gguf_conventions::rope_neox): GGUF
 // has no key for it, llama.cpp decides by architecture too.
 #include <cmath>
@@ -88,13 +89,24 @@ struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
         r.beta_fast = h.yarn_beta_fast;
         r.beta_slow = h.yarn_beta_slow;
         r.n_ctx_orig = h.rope_n_ctx_orig;
-        // per-pair frequency divisors (Llama-3 scaling: rope_freqs.weight [n_rot / 2])
-        if ((r.freq_factors = b.optional_vector_f32("rope_freqs.weight", h.n_rot / 2)))
-            for (std::size_t i = 0; i < h.n_rot / 2; ++i)
-                if (!(r.freq_factors[i] > 0.f) || !std::isfinite(r.freq_factors[i]))
-                    throw format_error("rope_freqs.weight[" + std::to_string(i) + "] = " +
-                                       std::to_string(r.freq_factors[i]) + " must be a positive finite divisor");
+        // per-pair frequency divisors [n_rot / 2]: Llama-3 scaling (rope_freqs.weight), or
+        // LongRoPE's short and long sets (Phi-3; the session picks by its context); as
+        // llama.cpp, rope_freqs wins when a file has both kinds
+        auto factors = [&](const char* name) {
+            const float* f = b.optional_vector_f32(name, h.n_rot / 2);
+            for (std::size_t i = 0; f && i < h.n_rot / 2; ++i)
+                if (!(f[i] > 0.f) || !std::isfinite(f[i]))
+                    throw format_error(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(f[i]) +
+                                       " must be a positive finite divisor");
+            return f;
+        };
+        const float* freqs = factors("rope_freqs.weight");
+        const float* shorts = factors("rope_factors_short.weight");
+        const float* longs = factors("rope_factors_long.weight");
+        r.freq_factors = freqs ? freqs : shorts;
+        r.freq_factors_long = freqs ? nullptr : longs;
         hp.rope_swa = r;
+        hp.no_rope_step = b.conventions().no_rope_layer_step;
         // the windowed layers' own base, when the architecture has one (gemma3); llama.cpp's
         // override (cparams.rope_freq_base) leaves it alone
         const float swa_default = b.conventions().rope_swa_base_default;
