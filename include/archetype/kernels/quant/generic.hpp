@@ -67,23 +67,17 @@ inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     const std::size_t row_bytes = cols / t.block_size * t.type_size;
     const auto* w = static_cast<const std::uint8_t*>(W);
     const detail::act a = detail::activations_for(type);
-    // grow-only scratch of the calling thread: a prefill's rounded activations are
-    // megabytes, and a fresh allocation per matmul costs page faults on every call
-    // (measured: Q8_0 prefill speed swinging by 15-20 % with the heap's state)
-    thread_local std::vector<float> xq, corr;
+    std::vector<float> xq, corr;
     const float* xs = x;
     std::size_t lds = ldx;
     if (a != detail::act::exact) {
-        if (xq.size() < n_tok * cols) xq.resize(n_tok * cols);
-        if (corr.size() < n_tok * (cols / 32)) corr.resize(n_tok * (cols / 32));
+        xq.resize(n_tok * cols);
+        corr.resize(n_tok * (cols / 32));
         for (std::size_t k = 0; k < n_tok; ++k)
             detail::round_activations(a, x + k * ldx, cols, xq.data() + k * cols, corr.data() + k * (cols / 32));
         xs = xq.data();
         lds = cols;
     }
-    // the workers see these through pointers: a thread_local named in the lambda would be
-    // the worker's own (empty) copy
-    const float* cr = corr.data();
     auto work = [&](std::size_t b, std::size_t e) {
         std::vector<float> buf(cols);
         for (std::size_t r = b; r < e; ++r) {
@@ -93,7 +87,7 @@ inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
                 float v = kernels::dot(xs + k * lds, buf.data(), cols);
                 if (a == detail::act::q8_1) // the min (bytes 2-3 of each block) times Q8_1's s, not d * sum(q)
                     for (std::size_t blk = 0; blk < cols / 32; ++blk)
-                        v += load_f16(row + blk * t.type_size + 2) * cr[k * (cols / 32) + blk];
+                        v += load_f16(row + blk * t.type_size + 2) * corr[k * (cols / 32) + blk];
                 y[k * ldy + r] = v;
             }
         }
