@@ -3,19 +3,23 @@
 // layers use for every linear projection. W has `rows` output features, each a
 // contiguous row of `cols` input features encoded in `type` (GGUF order:
 // ne[0] = cols, ne[1] = rows). x is [n_tok x cols] (leading dim ldx), y is
-// [n_tok x rows] (leading dim ldy). Works on the stored blocks directly: no
-// dequantised copy of the matrix is ever made.
+// [n_tok x rows] (leading dim ldy). Works on the stored blocks: no dequantised
+// copy of the matrix is ever made (batches dequantise one panel of rows at a time).
 //
 // Dispatch on W.type:
 //   F32              kernels::gemv (n_tok = 1) / kernels::gemm_nt (blas.hpp)
 //   F16              kernels::gemv_f16 / gemm_nt_f16 (blas.hpp, converted in registers)
 //   BF16             quant/half_matmul.hpp (AVX-512), else the generic path
 //   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K
-//                    quant/vnni.hpp (activations quantised to int8 once per call,
-//                    vpdpbusd on the blocks), else quant/generic.hpp
+//                    n_tok >= quant::panels::min_tokens: quant/panels.hpp (panels of
+//                    dequantised rows through the F32 GEMM: float activations, the
+//                    exact model's products to float rounding);
+//                    fewer tokens: quant/vnni.hpp (activations quantised to int8 once
+//                    per call, vpdpbusd on the blocks), else quant/generic.hpp
 //   Q4_0 / Q8_0, layout q4_0_x16 / q8_0_x16 (16-row interleaved,
-//                    quant/interleaved.hpp; made by the decoder loader):
-//                    quant/vnni.hpp's x16 kernels; bitwise the row layout's results
+//                    quant/interleaved.hpp; made by the decoder loader): the same
+//                    panels, else quant/vnni.hpp's x16 kernels; bitwise the row
+//                    layout's results
 // Work is split by output rows, so results do not depend on the thread count.
 // `sum` chooses how the F32 / F16 (and AVX-512 BF16) GEMM sums along K
 // (kernels::gemm_sum); GEMV and the other kernels have one order each.
@@ -33,6 +37,7 @@
 #include "archetype/kernels/quant/generic.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
 #include "archetype/kernels/quant/interleaved.hpp"
+#include "archetype/kernels/quant/panels.hpp"
 #include "archetype/kernels/quant/vnni.hpp"
 
 namespace archetype::kernels {
@@ -119,6 +124,10 @@ inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::s
         break;
 #endif
     default:
+        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1) {
+            quant::panels::matmul(W.type, W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
+            return;
+        }
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
         if (W.layout != quant::weight_layout::rows) {
             quant::vnni::matmul_x16(W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
