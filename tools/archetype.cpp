@@ -24,6 +24,7 @@ constexpr command commands[] = {
     {"logits", archetype::tools::cmd_logits, "logits of every position of a prompt (decoders, RWKV)"},
     {"describe", archetype::tools::cmd_describe, "print the resolved architecture of a model file"},
     {"generate", archetype::tools::cmd_generate, "generate text from a prompt with a decoder GGUF (streams tokens)"},
+    {"perplexity", archetype::tools::cmd_perplexity, "perplexity of a text file, llama-perplexity's conventions"},
     // commands are added here, one line each
 };
 

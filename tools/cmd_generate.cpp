@@ -1,5 +1,5 @@
 // archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]
-//                    [--top-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]
+//                    [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]
 // Text generation with a decoder GGUF (llama, mellum, gemma3): the tokenizer is
 // read from the same file (BOS added when the file says so), the prompt is fed in
 // one prefill, then one token at a time is sampled (runtime/sampling.hpp) and
@@ -41,12 +41,13 @@ namespace archetype::tools {
 namespace {
 constexpr const char* generate_usage =
     "usage: archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]\n"
-    "                          [--top-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]\n"
+    "                          [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]\n"
     "  -n N                 tokens to generate (default 128)\n"
     "  --temp T             0 = greedy (default 0.8)\n"
     "  --seed S             random seed (default 0)\n"
     "  --top-k K            keep the K most likely tokens (default 40, 0 = all)\n"
     "  --top-p P            nucleus sampling threshold in (0, 1] (default 0.95)\n"
+    "  --min-p P            keep tokens at least P times as likely as the best, in [0, 1] (default 0.05)\n"
     "  --repeat-penalty R   CTRL penalty on the last 64 tokens (default 1.0 = none)\n"
     "  --threads N          default: the number of cores\n"
     "  --kv f32|f16         KV cache elements (default f32; f16 halves the cache)\n"
@@ -59,18 +60,8 @@ struct generate_args {
     std::size_t n = 128;
     std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
     kv_cache_type kv = kv_cache_type::f32;
-    sampling_params sp{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .repeat_penalty = 1.f};
+    sampling_params sp{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.f};
 };
-
-template <class T>
-T parse_number(std::string_view flag, std::string_view s, T lo, T hi) {
-    T v{};
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc{} || p != s.data() + s.size() || !(v >= lo && v <= hi))
-        throw argument_error("bad value '" + std::string(s) + "' for " + std::string(flag) + " (" + std::to_string(lo) +
-                             " .. " + std::to_string(hi) + ")");
-    return v;
-}
 
 enum class chat_style { chatml, gemma };
 
@@ -123,6 +114,7 @@ int cmd_generate(int argc, char** argv) {
         else if (o == "--seed") a.sp.seed = parse_number<std::uint64_t>(o, v, 0, std::numeric_limits<std::uint64_t>::max());
         else if (o == "--top-k") a.sp.top_k = parse_number<std::size_t>(o, v, 0, 1u << 30);
         else if (o == "--top-p") a.sp.top_p = parse_number<float>(o, v, 1e-6f, 1.f);
+        else if (o == "--min-p") a.sp.min_p = parse_number<float>(o, v, 0.f, 1.f);
         else if (o == "--repeat-penalty") a.sp.repeat_penalty = parse_number<float>(o, v, 1e-3f, 100.f);
         else if (o == "--threads") a.threads = parse_number<std::size_t>(o, v, 1, 1024);
         else if (o == "--kv") {

@@ -38,10 +38,19 @@ struct decoder_generate_job {
     std::chrono::steady_clock::time_point t_load{};
 };
 
+/// archetype perplexity: llama-perplexity's measure over a tokenized text.
+struct decoder_perplexity_job {
+    std::vector<std::int32_t> tokens;
+    std::size_t n_ctx = 512, n_batch = 512, n_chunks = 0, threads = 1;
+    std::int32_t bos = -1; ///< >= 0: replaces each chunk's first token
+    kv_cache_type kv = kv_cache_type::f32;
+};
+
 struct decoder_job {
-    enum class kind { describe, logits, generate } what = kind::describe;
+    enum class kind { describe, logits, generate, perplexity } what = kind::describe;
     const decoder_logits_job* logits = nullptr;
     const decoder_generate_job* generate = nullptr;
+    const decoder_perplexity_job* perplexity = nullptr;
 };
 
 /// Defined in tools/run_decoder.hpp, instantiated in tools/arch/<entry>.cpp.

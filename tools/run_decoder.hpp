@@ -10,6 +10,7 @@
 
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
+#include "archetype/runtime/perplexity.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
 
@@ -78,6 +79,27 @@ int generate_job(const Model& model, const decoder_generate_job& a) {
                  produced, gen_s, double(produced) / std::max(gen_s, 1e-9), decoded, a.threads);
     return 0;
 }
+template <class Model>
+int perplexity_job(const Model& model, const decoder_perplexity_job& a) {
+    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.n_ctx, .kv_type = a.kv});
+    perplexity_options o{.n_ctx = a.n_ctx, .n_batch = a.n_batch, .n_chunks = a.n_chunks, .bos = std::nullopt,
+                         .n_threads = a.threads};
+    if (a.bos >= 0) o.bos = a.bos;
+    const std::size_t n_chunks = a.n_chunks ? std::min(a.n_chunks, a.tokens.size() / a.n_ctx) : a.tokens.size() / a.n_ctx;
+    std::fprintf(stderr, "perplexity: %zu tokens, %zu chunks of %zu, batch %zu, %zu threads\n", a.tokens.size(),
+                 n_chunks, a.n_ctx, a.n_batch, a.threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = perplexity(sess, a.tokens, o, [](const perplexity_progress& p) {
+        std::fprintf(stderr, "[%zu]%.4f,", p.chunk, p.ppl); // llama-perplexity's progress form
+        std::fflush(stderr);
+    });
+    const double s = seconds_since(t0);
+    std::fprintf(stderr, "\n");
+    std::printf("Final estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
+    std::printf("%zu chunks, %zu tokens scored, %zu tokens evaluated in %.2f s = %.1f tokens/s\n", r.n_chunks,
+                r.n_scored, r.n_chunks * a.n_ctx, s, double(r.n_chunks * a.n_ctx) / std::max(s, 1e-9));
+    return 0;
+}
 } // namespace detail
 
 template <class Entry>
@@ -86,6 +108,7 @@ int run_decoder(gguf::file file, const decoder_job& job) {
     switch (job.what) {
     case decoder_job::kind::logits: return detail::logits_job(model, *job.logits);
     case decoder_job::kind::generate: return detail::generate_job(model, *job.generate);
+    case decoder_job::kind::perplexity: return detail::perplexity_job(model, *job.perplexity);
     case decoder_job::kind::describe: break;
     }
     return detail::describe_job(model);

@@ -149,6 +149,22 @@ BOOST_AUTO_TEST_CASE(batched_decode_equals_alone) {
     }
 }
 
+// n_ctx = 0 means min(default_n_ctx, the file's context_length): a file that trains on
+// 131072 positions gets 4096 (its KV cache would otherwise be sized for all of them),
+// one that trains on 1024 gets 1024; more than 4096 is there when asked for.
+BOOST_AUTO_TEST_CASE(context_defaults_to_at_most_4096) {
+    using D = Decoder<GQA<4, 2>, RoPE, Causal, FullCache>;
+    auto spec = llama_spec();
+    spec.n_ctx = 131072;
+    temp_model big(spec, "ctx_big");
+    const auto m = load_model<D>(big.path);
+    BOOST_TEST(session(m, {.n_threads = 1}).options().n_ctx == 4096u);
+    BOOST_TEST(session(m, {.n_threads = 1, .n_ctx = 8192}).options().n_ctx == 8192u);
+    spec.n_ctx = 1024;
+    temp_model small(spec, "ctx_small");
+    BOOST_TEST(session(load_model<D>(small.path), {.n_threads = 1}).options().n_ctx == 1024u);
+}
+
 BOOST_AUTO_TEST_CASE(copy_and_remove_sequence) {
     temp_model f(llama_spec(), "copy");
     const auto m = load_model<Decoder<GQA<4, 2>, RoPE, SlidingWindow<16>, RollingCache>>(f.path);

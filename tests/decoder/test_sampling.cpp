@@ -81,6 +81,25 @@ BOOST_AUTO_TEST_CASE(top_p_keeps_the_shortest_prefix_reaching_p) {
     BOOST_TEST(filtered_distribution(L, {.temperature = 1.f, .top_p = 1e-6f}).size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(min_p_keeps_tokens_within_a_ratio_of_the_largest) {
+    for (double T : {0.7, 1.0, 1.5})
+    for (float mp : {0.05f, 0.2f, 0.5f, 0.99f}) {
+        const auto full = softmax_over(L, {0, 1, 2, 3, 4, 5, 6, 7}, T);
+        double pmax = 0;
+        for (const auto& [id, p] : full) pmax = std::max(pmax, p);
+        std::vector<std::int32_t> kept;
+        for (const auto& [id, p] : full)
+            if (p >= double(mp) * pmax) kept.push_back(id);
+        const auto d = filtered_distribution(L, {.temperature = float(T), .min_p = mp});
+        BOOST_TEST(d.size() == kept.size(), "T " << T << " min-p " << mp);
+        const auto want = softmax_over(L, kept, T);
+        for (const auto& t : d) BOOST_TEST(std::abs(t.p - want.at(t.id)) < 1e-6);
+    }
+    // ties with the largest stay (ids 1 and 3); with top-k the smaller set wins
+    BOOST_TEST(filtered_distribution(L, {.temperature = 1.f, .min_p = 1.f}).size() == 2u);
+    BOOST_TEST(filtered_distribution(L, {.temperature = 1.f, .top_k = 1, .min_p = 0.01f}).size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(draw_follows_the_cumulative_sum) {
     const std::vector<token_prob> d = {{4, 0.5f}, {2, 0.3f}, {9, 0.2f}};
     BOOST_TEST(draw(d, 0.0) == 4);
@@ -148,6 +167,9 @@ BOOST_AUTO_TEST_CASE(bad_parameters_are_argument_errors) {
     BOOST_CHECK_THROW(sampler(sampling_params{.top_p = 0.f}), argument_error);
     BOOST_CHECK_THROW(sampler(sampling_params{.top_p = 1.5f}), argument_error);
     BOOST_CHECK_THROW(sampler(sampling_params{.repeat_penalty = 0.f}), argument_error);
+    BOOST_CHECK_THROW(sampler(sampling_params{.min_p = -0.1f}), argument_error);
+    BOOST_CHECK_THROW(sampler(sampling_params{.min_p = 1.5f}), argument_error);
+    BOOST_CHECK_THROW(sampler(sampling_params{.min_p = NAN}), argument_error);
     const std::vector<float> n = {0.f, NAN};
     sampler s(sampling_params{.temperature = 1.f});
     BOOST_CHECK_THROW(s.sample(n), argument_error);

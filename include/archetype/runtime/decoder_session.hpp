@@ -52,10 +52,17 @@
 namespace archetype {
 
 
+/// The context a session gets when decoder_session_options::n_ctx is 0, if the file
+/// allows that many positions.
+inline constexpr std::size_t default_n_ctx = 4096;
+
 struct decoder_session_options {
     std::size_t n_threads = std::max(1u, std::thread::hardware_concurrency());
     std::size_t max_sequences = 1;
-    std::size_t n_ctx = 0;      ///< positions 0..n_ctx-1 per sequence; 0 = the file's context_length
+    /// positions 0..n_ctx-1 per sequence; 0 = min(default_n_ctx, the file's context_length):
+    /// a Llama-3 file trains on 131072 positions, whose KV cache per sequence would be
+    /// gigabytes. Ask for more explicitly (up to the file's context_length).
+    std::size_t n_ctx = 0;
     std::size_t n_ubatch = 512; ///< largest number of tokens in one forward pass
     kv_cache_type kv_type = kv_cache_type::f32;
 };
@@ -70,7 +77,7 @@ public:
         const auto& hp = m.hparams();
         if (opt_.max_sequences == 0) throw argument_error("max_sequences = 0: a session needs at least one sequence");
         if (opt_.n_ubatch == 0) throw argument_error("n_ubatch = 0: need at least one token per forward pass");
-        if (opt_.n_ctx == 0) opt_.n_ctx = hp.n_ctx_train;
+        if (opt_.n_ctx == 0) opt_.n_ctx = std::min(default_n_ctx, hp.n_ctx_train);
         pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, opt_.n_threads));
         // the cache policy sizes its memory from the mask's windows (runtime/cache/)
         runtime::cache_geometry g;

@@ -1,6 +1,6 @@
 #pragma once
 // Choosing the next token from a row of logits: greedy, temperature, top-k,
-// top-p (nucleus) and a repetition penalty, seeded and reproducible.
+// top-p (nucleus), min-p and a repetition penalty, seeded and reproducible.
 //
 //   archetype::sampler s({.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 42});
 //   std::int32_t t = s.sample(logits);   // also remembered for the repetition penalty
@@ -13,7 +13,10 @@
 //   2. temperature 0 -> greedy: the largest logit, the lowest id on ties;
 //   3. logits / T, then the k largest (ties: lower id first; k = 0 keeps all);
 //   4. softmax over those; top-p keeps the shortest prefix (by falling
-//      probability) whose sum reaches p (always at least one token);
+//      probability) whose sum reaches p (always at least one token); min-p
+//      keeps the tokens whose probability is at least min_p times the largest
+//      (a ratio, so it does not depend on the renormalisation; both filters
+//      keep a prefix, so their order does not matter);
 //   5. renormalise and draw with u = (mt19937_64() >> 11) * 2^-53 in [0, 1):
 //      the first token whose cumulative probability exceeds u.
 // The random draw is spelled out (no std::uniform_real_distribution) so a seed
@@ -36,6 +39,7 @@ struct sampling_params {
     float temperature = 0.f;        ///< 0 = greedy
     std::size_t top_k = 0;          ///< 0 = no limit
     float top_p = 1.f;              ///< 1 = no limit; in (0, 1]
+    float min_p = 0.f;              ///< 0 = no limit; in [0, 1]
     float repeat_penalty = 1.f;     ///< 1 = none; > 0
     std::size_t repeat_last_n = 64; ///< how many recent tokens the penalty looks at
     std::uint64_t seed = 0;
@@ -53,6 +57,8 @@ inline void check_sampling(const sampling_params& p) {
         throw argument_error("temperature " + std::to_string(p.temperature) + " must be a finite number >= 0");
     if (!(p.top_p > 0.f && p.top_p <= 1.f))
         throw argument_error("top-p " + std::to_string(p.top_p) + " must be in (0, 1]");
+    if (!(p.min_p >= 0.f && p.min_p <= 1.f))
+        throw argument_error("min-p " + std::to_string(p.min_p) + " must be in [0, 1]");
     if (!(p.repeat_penalty > 0.f) || !std::isfinite(p.repeat_penalty))
         throw argument_error("repetition penalty " + std::to_string(p.repeat_penalty) + " must be a finite number > 0");
 }
@@ -113,6 +119,12 @@ inline std::vector<token_prob> filtered_distribution(std::span<const float> logi
             }
         }
     }
+    if (p.min_p > 0.f) // e[0] is the largest term (exp(0) = 1)
+        for (std::size_t i = 1; i < keep; ++i)
+            if (e[i] < double(p.min_p) * e[0]) {
+                keep = i;
+                break;
+            }
     double kept = 0.0;
     for (std::size_t i = 0; i < keep; ++i) kept += e[i];
     std::vector<token_prob> out(keep);

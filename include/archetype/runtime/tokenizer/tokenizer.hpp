@@ -46,6 +46,10 @@ public:
     std::int32_t eos_id() const noexcept { return eos_; }
     std::int32_t unk_id() const noexcept { return unk_; }
     std::int32_t pad_id() const noexcept { return pad_; }
+    /// Whether encode(text, true) starts with bos_id() (the file's add_bos_token, or the
+    /// tokenizer type's default).
+    bool adds_bos() const noexcept { return adds_bos_; }
+    bool adds_eos() const noexcept { return adds_eos_; }
 
 protected:
     void check_id(std::int32_t id) const {
@@ -64,6 +68,7 @@ protected:
     void set_special_ids(std::int32_t bos, std::int32_t eos, std::int32_t unk, std::int32_t pad, bool add_bos,
                          bool add_eos) {
         bos_ = bos; eos_ = eos; unk_ = unk; pad_ = pad;
+        adds_bos_ = add_bos; adds_eos_ = add_eos;
         check_special_id(bos_, "bos_token_id");
         check_special_id(eos_, "eos_token_id");
         check_special_id(unk_, "unknown_token_id");
@@ -74,6 +79,7 @@ protected:
 
     std::size_t n_vocab_ = 0;
     std::int32_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1;
+    bool adds_bos_ = false, adds_eos_ = false;
 };
 
 /// Hash of strings that also looks up string_views without building a string.
