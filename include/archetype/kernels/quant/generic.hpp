@@ -1,8 +1,9 @@
 #pragma once
 // Portable matmul for every stored type: each weight row is dequantised into a
 // row-sized scratch buffer (one row, never the matrix) and dotted with every
-// token while it is hot in L1. The fallback when the CPU lacks AVX-512 VNNI,
-// and a second implementation the tests compare the fast path against.
+// token while it is hot in L1. The fallback when the CPU lacks both AVX-512 VNNI
+// and AVX2 + FMA + F16C, and a second implementation the tests compare the fast
+// paths against.
 //
 // Block types use llama.cpp's numerics, as the VNNI engine does: each token is
 // first rounded the way ggml's CPU backend quantises activations for the weight

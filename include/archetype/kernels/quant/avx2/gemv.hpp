@@ -1,0 +1,124 @@
+#pragma once
+// Quantised products of a few tokens (a decode step: fewer than
+// quant::panels::min_tokens) on AVX2 + FMA + F16C without AVX-512: each token's
+// activations are rounded to int8 once per call (avx2/activations.hpp, ggml's
+// rounding), then every weight row is dotted with them in integers
+// (avx2/block_dot.hpp). Rows are taken rows_per_step at a time and each group is
+// dotted with all the tokens while its bytes are in L1, so a weight byte is read
+// from memory once per call.
+//
+// Work is split by output rows (over all the products of a fused call), and a
+// row's arithmetic does not depend on its neighbours: results are independent of
+// the thread count, of the batch size, and of fusing (tests/quant asserts bitwise).
+#include "archetype/kernels/quant/avx2/block_dot.hpp"
+
+#if defined(ARCHETYPE_QUANT_AVX2)
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "archetype/core/dtype.hpp"
+#include "archetype/core/thread_pool.hpp"
+
+namespace archetype::quant::avx2 {
+
+/// Rows dotted side by side: four accumulators and four weight streams.
+inline constexpr std::size_t rows_per_step = 4;
+
+/// One product of a call: W (rows x the call's cols, row layout), its outputs
+/// y[k * ldy + r] for token k.
+struct gemv_part {
+    const std::uint8_t* W;
+    std::size_t rows;
+    float* y;
+    std::size_t ldy;
+};
+
+inline bool handles(ggml_type t) noexcept {
+    switch (t) {
+    case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
+    case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return true;
+    default: return false;
+    }
+}
+
+namespace detail {
+
+template <class F, int R>
+inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y) noexcept {
+    if constexpr (F::bytes >= 144) dot_k<F, R>(w, row_bytes, nb, a, y);
+    else dot_legacy<F, R>(w, row_bytes, nb, a, y);
+}
+
+template <class F>
+inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, const act_buffer& acts,
+                std::size_t n_tok, thread_pool* pool) {
+    constexpr std::size_t block = F::bytes >= 144 ? 256 : 32;
+    const std::size_t nb = cols / block, row_bytes = nb * F::bytes;
+    std::size_t total = 0;
+    for (std::size_t p = 0; p < n_parts; ++p) total += parts[p].rows;
+    auto work = [&](std::size_t begin, std::size_t end) {
+        std::size_t first = 0; // global index of part p's row 0
+        for (std::size_t p = 0; p < n_parts; first += parts[p].rows, ++p) {
+            const std::size_t lb = std::max(begin, first), le = std::min(end, first + parts[p].rows);
+            for (std::size_t g = lb; g < le; g += rows_per_step) {
+                const std::size_t r = g - first, n = std::min(rows_per_step, le - g);
+                const std::uint8_t* w = parts[p].W + r * row_bytes;
+                for (std::size_t k = 0; k < n_tok; ++k) {
+                    float out[rows_per_step];
+                    const act_row a = acts.row(k);
+                    switch (n) {
+                    case 4: dot_rows<F, 4>(w, row_bytes, nb, a, out); break;
+                    case 3: dot_rows<F, 3>(w, row_bytes, nb, a, out); break;
+                    case 2: dot_rows<F, 2>(w, row_bytes, nb, a, out); break;
+                    default: dot_rows<F, 1>(w, row_bytes, nb, a, out); break;
+                    }
+                    std::copy(out, out + n, parts[p].y + k * parts[p].ldy + r);
+                }
+            }
+        }
+    };
+    if (pool) pool->parallel_for(total, work);
+    else work(0, total);
+}
+
+template <class Fn>
+inline void with_format(ggml_type t, Fn&& fn) {
+    switch (t) {
+    case ggml_type::Q8_0: fn(fmt_q8_0{}); break;
+    case ggml_type::Q4_0: fn(fmt_q4_0{}); break;
+    case ggml_type::Q4_1: fn(fmt_q4_1{}); break;
+    case ggml_type::Q5_0: fn(fmt_q5_0{}); break;
+    case ggml_type::Q5_1: fn(fmt_q5_1{}); break;
+    case ggml_type::Q4_K: fn(fmt_q4_K{}); break;
+    case ggml_type::Q5_K: fn(fmt_q5_K{}); break;
+    case ggml_type::Q6_K: fn(fmt_q6_K{}); break;
+    default: break;
+    }
+}
+
+} // namespace detail
+
+/// The products of n_parts matrices of one type and width with the same n_tok
+/// tokens x (leading dim ldx); false (nothing done) for a type this path lacks.
+/// cols must be a multiple of the type's block size (kernels::matmul checks it).
+inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_parts, std::size_t cols, const float* x,
+                       std::size_t ldx, std::size_t n_tok, thread_pool* pool) {
+    if (!handles(type)) return false;
+    act_buffer acts(act_format_for(type), cols, n_tok);
+    for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
+    detail::with_format(type, [&](auto f) { detail::run<decltype(f)>(parts, n_parts, cols, acts, n_tok, pool); });
+    return true;
+}
+
+/// y = x * W^T for n_tok tokens, W in the row layout.
+inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
+                   std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+    const gemv_part part{static_cast<const std::uint8_t*>(W), rows, y, ldy};
+    return gemv_parts(type, &part, 1, cols, x, ldx, n_tok, pool);
+}
+
+} // namespace archetype::quant::avx2
+
+#endif
