@@ -6,17 +6,16 @@
 // written to stdout as soon as it is produced. stderr gets a progress line while
 // loading and the prompt / generation speeds at the end.
 //
-// --chat wraps the prompt in the model's chat template. Only two templates are
-// known, recognised from the file's tokenizer.chat_template: ChatML
-// (<|im_start|>user\n...<|im_end|>\n<|im_start|>assistant\n, as SmolLM2-Instruct)
-// and Gemma's (<start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n).
-// A gemma* file without a template gets Gemma's. --system TEXT adds a system
-// turn (ChatML) or is put before the user text (Gemma, which has no system
-// role). SmolLM2's template inserts a default system message when none is
-// given; it is left out on purpose: with it the 135M model answers "What is
-// the capital of France?" with French word salad (llama.cpp gives the same
-// tokens), without it "The capital of France is Paris." Generation stops at -n tokens, at the
-// end-of-sequence token, or at the template's end-of-turn token.
+// --chat wraps the prompt in the model's chat template (runtime/chat_template.hpp):
+// the file's tokenizer.chat_template is recognised as one of the families chatml,
+// gemma, llama3, phi3, mistral and rendered as transformers' apply_chat_template
+// renders it; a template of another family is an error naming it unless
+// --chat-template NAME picks the family. A file without a template (SmolLM2's and
+// Gemma 3's GGUFs here have none) gets ChatML, as llama.cpp does, except gemma*
+// files, which get Gemma's; a line on stderr says which. --system TEXT adds a
+// system message (Gemma 3 and Mistral put it in a user turn, as their templates
+// do; Gemma 2's template refuses it). Generation stops at -n tokens, at the
+// end-of-sequence token, or at the family's end-of-turn tokens.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -30,6 +29,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/io/gguf.hpp"
+#include "archetype/runtime/chat_template.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/sampling.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
@@ -42,6 +42,7 @@ namespace {
 constexpr const char* generate_usage =
     "usage: archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]\n"
     "                          [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]\n"
+    "                          [--chat-template chatml|gemma|llama3|phi3|mistral] [--system TEXT]\n"
     "  -n N                 tokens to generate (default 128)\n"
     "  --temp T             0 = greedy (default 0.8)\n"
     "  --seed S             random seed (default 0)\n"
@@ -51,11 +52,12 @@ constexpr const char* generate_usage =
     "  --repeat-penalty R   CTRL penalty on the last 64 tokens (default 1.0 = none)\n"
     "  --threads N          default: the number of cores\n"
     "  --kv f32|f16         KV cache elements (default f32; f16 halves the cache)\n"
-    "  --chat               wrap the prompt in the model's chat template (ChatML or Gemma)\n"
+    "  --chat               wrap the prompt in the model's chat template (from the file)\n"
+    "  --chat-template NAME with --chat implied: this template family instead of the file's\n"
     "  --system TEXT        with --chat: a system message\n";
 
 struct generate_args {
-    std::string model, prompt, system;
+    std::string model, prompt, system, chat_template;
     bool have_prompt = false, chat = false;
     std::size_t n = 128;
     std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
@@ -63,25 +65,16 @@ struct generate_args {
     sampling_params sp{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.f};
 };
 
-enum class chat_style { chatml, gemma };
-
-/// The prompt wrapped in the template the file's tokenizer.chat_template names.
-std::string apply_chat_template(const gguf::file& f, const std::string& user, const std::string& sys,
-                                chat_style& style) {
+/// The chat template of the file (or the one named), and the note for stderr when the
+/// file has none.
+chat::chat_template chat_template_for(const gguf::file& f, const std::string& name, std::string& note) {
+    if (!name.empty()) return chat::named(name);
     const std::string tmpl = f.get_or<std::string>("tokenizer.chat_template", "");
-    if (tmpl.find("<|im_start|>") != std::string::npos) {
-        style = chat_style::chatml;
-        const std::string s = sys.empty() ? "" : "<|im_start|>system\n" + sys + "<|im_end|>\n";
-        return s + "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
-    }
-    if (tmpl.find("<start_of_turn>") != std::string::npos ||
-        (tmpl.empty() && f.architecture().substr(0, 5) == "gemma")) {
-        style = chat_style::gemma;
-        return "<start_of_turn>user\n" + (sys.empty() ? "" : sys + "\n\n") + user +
-               "<end_of_turn>\n<start_of_turn>model\n";
-    }
-    throw argument_error(tmpl.empty() ? "--chat: the file has no tokenizer.chat_template"
-                                      : "--chat: the file's chat template is neither ChatML nor Gemma's (the two known)");
+    if (!tmpl.empty()) return chat::recognise(tmpl);
+    const std::string_view arch = f.architecture();
+    const auto tp = chat::named(arch.substr(0, 5) == "gemma" ? "gemma" : "chatml");
+    note = "the file has no tokenizer.chat_template: using " + std::string(tp.name()) + " (--chat-template NAME to choose)";
+    return tp;
 }
 
 /// The one token `text` encodes to, or -1.
@@ -102,6 +95,13 @@ int cmd_generate(int argc, char** argv) {
         }
         if (o == "--chat") {
             a.chat = true;
+            continue;
+        }
+        if (o == "--chat-template") {
+            if (i + 1 >= argc) throw argument_error("option '--chat-template' needs a value");
+            a.chat_template = argv[++i];
+            a.chat = true;
+            (void)chat::named(a.chat_template); // an unknown name fails before the model loads
             continue;
         }
         if (i + 1 >= argc) throw argument_error("option '" + std::string(o) + "' needs a value");
@@ -127,23 +127,35 @@ int cmd_generate(int argc, char** argv) {
     if (!a.have_prompt) throw argument_error("--prompt TEXT is required");
 
     const auto t_load = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "archetype generate: loading %s ...", a.model.c_str());
-    std::fflush(stderr);
     auto file = gguf::file::open(a.model);
     if (!is_registered_decoder(file))
         throw argument_error("architecture '" + std::string(file.architecture()) +
                              "' is not a registered decoder (archetype describe --model FILE names the known ones)");
     const auto tok = tokenizer::load_tokenizer(file);
-    chat_style style = chat_style::chatml;
-    const std::string text = a.chat ? apply_chat_template(file, a.prompt, a.system, style) : a.prompt;
-    std::vector<std::int32_t> prompt = tok->encode(text, true);
-    if (prompt.empty()) throw argument_error("the prompt encodes to no tokens");
-    std::vector<std::int32_t> stop;
+    std::vector<std::int32_t> prompt, stop;
     if (tok->eos_id() >= 0) stop.push_back(tok->eos_id());
     if (a.chat) {
-        const auto eot = special_id(*tok, style == chat_style::chatml ? "<|im_end|>" : "<end_of_turn>");
-        if (eot >= 0) stop.push_back(eot);
+        std::string note;
+        const auto tp = chat_template_for(file, a.chat_template, note);
+        std::vector<chat::message> msgs;
+        if (!a.system.empty()) msgs.push_back({"system", a.system});
+        msgs.push_back({"user", a.prompt});
+        chat::render_options ro;
+        if (tok->bos_id() >= 0) ro.bos_token = tok->token_to_piece(tok->bos_id());
+        if (tok->eos_id() >= 0) ro.eos_token = tok->token_to_piece(tok->eos_id());
+        const std::string text = chat::render(tp, msgs, ro);
+        // a template that writes the BOS text itself (Gemma, Llama 3, Mistral) gets no second one
+        const bool has_bos = !ro.bos_token.empty() && text.compare(0, ro.bos_token.size(), ro.bos_token) == 0;
+        prompt = tok->encode(text, !has_bos);
+        for (const auto& t : chat::end_of_turn(tp))
+            if (const auto id = special_id(*tok, t); id >= 0) stop.push_back(id);
+        if (!note.empty()) std::fprintf(stderr, "archetype generate: %s\n", note.c_str());
+    } else {
+        prompt = tok->encode(a.prompt, true);
     }
+    if (prompt.empty()) throw argument_error("the prompt encodes to no tokens");
+    std::fprintf(stderr, "archetype generate: loading %s ...", a.model.c_str());
+    std::fflush(stderr);
 
     decoder_generate_job j;
     j.tok = tok.get();
