@@ -23,6 +23,12 @@ struct tiny_decoder {
     std::map<std::string, std::vector<std::uint64_t>> ne;   // tensor name -> GGUF shape
     std::map<std::string, std::uint32_t> extra_u32;         // more metadata keys
     std::map<std::string, float> extra_f32;
+    // A vocabulary (empty: the file says no_vocab): a byte-level BPE ("gpt2") with
+    // these tokens, token types and merges, and a chat template if not empty.
+    std::vector<std::string> vocab, merges;
+    std::vector<std::int32_t> vocab_types;
+    std::int32_t bos = -1, eos = -1;
+    std::string chat_template;
 
     std::size_t head_dim() const { return n_embd / n_head; }
 
@@ -72,7 +78,17 @@ struct tiny_decoder {
         g.set(a + "attention.layer_norm_rms_epsilon", eps);
         for (const auto& [k, v] : extra_u32) g.set(a + k, v);
         for (const auto& [k, v] : extra_f32) g.set(a + k, v);
-        g.set("tokenizer.ggml.model", "no_vocab");
+        if (vocab.empty()) {
+            g.set("tokenizer.ggml.model", "no_vocab");
+        } else {
+            g.set("tokenizer.ggml.model", "gpt2");
+            g.set("tokenizer.ggml.tokens", vocab);
+            g.set("tokenizer.ggml.token_type", vocab_types);
+            g.set("tokenizer.ggml.merges", merges);
+            if (bos >= 0) g.set("tokenizer.ggml.bos_token_id", std::uint32_t(bos));
+            if (eos >= 0) g.set("tokenizer.ggml.eos_token_id", std::uint32_t(eos));
+        }
+        if (!chat_template.empty()) g.set("tokenizer.chat_template", chat_template);
         for (const auto& [name, v] : w) g.add_tensor(name, archetype::ggml_type::F32, ne.at(name), v);
         g.write(path);
     }
