@@ -1,6 +1,9 @@
 #pragma once
 // Row dequantisation, bit-exact with llama.cpp's dequantize_row_* (same float
-// operations in the same order; our build is ISO C++, so no FMA contraction).
+// operations in the same order). Both are contracted alike: g++ fuses a * b + c
+// into one FMA wherever the target has FMA (-ffp-contract=fast is its default in
+// C++, -std=c++20 included, and in ggml's GNU C), so `q * d + m` rounds once on
+// an FMA build and twice on a baseline x86-64 one, in both code bases.
 // Used for embedding lookups, tools and tests; the matmul never dequantises a
 // whole matrix (see kernels/matmul.hpp).
 #include <cstddef>
