@@ -63,6 +63,9 @@ if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
   # cases run RWKV and hostile files only, so the program is built without the
   # per-decoder translation units (-Dcli_decoders=false).
   SAN_SUITES=(core io quant rwkv tokenizer)
+  # bring an existing build directory's configuration up to date first, so that the
+  # introspection below sees tests added since it was set up
+  ninja -C "$SAN" build.ninja >/dev/null || { total_fail=$((total_fail + 1)); finish; }
   targets=$(python3 - "$SAN" "${SAN_SUITES[@]}" <<'PY'
 import json, os, subprocess, sys
 build, suites = sys.argv[1], sys.argv[2:]
