@@ -6,29 +6,14 @@
 namespace archetype::tools {
 
 namespace {
-// Which entries this program compiled: meson passes -DARCHETYPE_CLI_HAS_<name>=0|1 for
-// every tools/arch/<name>.cpp (-Dcli_decoder_entries, -Dcli_decoders).
+// Which entries this program compiled: meson passes ARCHETYPE_CLI_ENTRIES =
+// X(name, 0|1) for every tools/arch/<name>.cpp of its list (-Dcli_decoder_entries,
+// -Dcli_decoders); entry `name` is presets::name_architecture.
 template <class E>
 inline constexpr bool compiled_in = false;
-#define ARCHETYPE_CLI_ENTRY(name) \
-    template <> inline constexpr bool compiled_in<presets::name##_architecture> = ARCHETYPE_CLI_HAS_##name;
-ARCHETYPE_CLI_ENTRY(llama)
-ARCHETYPE_CLI_ENTRY(llama_swa)
-ARCHETYPE_CLI_ENTRY(mellum)
-ARCHETYPE_CLI_ENTRY(mellum_swa)
-ARCHETYPE_CLI_ENTRY(gemma3)
-ARCHETYPE_CLI_ENTRY(qwen2)
-ARCHETYPE_CLI_ENTRY(qwen3)
-ARCHETYPE_CLI_ENTRY(qwen3moe)
-ARCHETYPE_CLI_ENTRY(stablelm)
-ARCHETYPE_CLI_ENTRY(starcoder2)
-ARCHETYPE_CLI_ENTRY(starcoder2_swa)
-ARCHETYPE_CLI_ENTRY(gpt2)
-ARCHETYPE_CLI_ENTRY(phi3)
-ARCHETYPE_CLI_ENTRY(phi3_swa)
-ARCHETYPE_CLI_ENTRY(smollm3)
-ARCHETYPE_CLI_ENTRY(bloom)
-#undef ARCHETYPE_CLI_ENTRY
+#define X(name, on) template <> inline constexpr bool compiled_in<presets::name##_architecture> = on;
+ARCHETYPE_CLI_ENTRIES
+#undef X
 
 template <class... Es>
 bool any_accepts(const gguf::file& f, architecture_list<Es...>) {
