@@ -19,13 +19,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "archetype/models/architectures.hpp"
 #include "archetype/models/decoder_model.hpp"
-#include "archetype/runtime/chat_template.hpp"
+#include "archetype/runtime/chat_tokens.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/sampling.hpp"
 #include "archetype/runtime/tokenizer/bpe.hpp"
@@ -64,24 +63,13 @@ void write_tiny_chat_model(const std::string& path) {
     m.write(path);
 }
 
-/// The id `text` encodes to when it is one token, else -1.
-std::int32_t single_id(const archetype::tokenizer::tokenizer& tok, const std::string& text) {
-    const auto ids = tok.encode(text, false);
-    return ids.size() == 1 ? ids[0] : -1;
-}
-
 template <class A>
 int converse(const archetype::gguf::file& file, const std::string& path, bool scripted) {
     const auto model = archetype::load_model<A>(path);
     const auto tok = archetype::tokenizer::load_tokenizer(file);
     const auto tmpl = chat::recognise(file.get_or<std::string>("tokenizer.chat_template", ""));
-    chat::render_options ro;
-    if (tok->bos_id() >= 0) ro.bos_token = tok->token_to_piece(tok->bos_id());
-    if (tok->eos_id() >= 0) ro.eos_token = tok->token_to_piece(tok->eos_id());
-    std::vector<std::int32_t> stop;
-    if (tok->eos_id() >= 0) stop.push_back(tok->eos_id());
-    for (const auto& t : chat::end_of_turn(tmpl))
-        if (const auto id = single_id(*tok, t); id >= 0) stop.push_back(id);
+    const chat::render_options ro = chat::options_for(*tok); // the vocabulary's BOS / EOS texts
+    const std::vector<std::int32_t> stop = chat::stop_tokens(*tok, tmpl);
 
     auto sess = archetype::session(model, {.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx});
     archetype::sampler smp({.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.f, .repeat_last_n = 64, .seed = 1});
@@ -106,8 +94,7 @@ int converse(const archetype::gguf::file& file, const std::string& path, bool sc
                 ++failures;
             }
         }
-        const bool has_bos = !ro.bos_token.empty() && prompt.compare(0, ro.bos_token.size(), ro.bos_token) == 0;
-        const auto ids = tok->encode(prompt, !has_bos);
+        const auto ids = chat::prompt_tokens(*tok, tmpl, conversation, ro);
         if (ids.size() + max_reply >= n_ctx) {
             std::fprintf(stderr, "the conversation no longer fits the context\n");
             break;

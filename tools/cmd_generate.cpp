@@ -29,7 +29,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/io/gguf.hpp"
-#include "archetype/runtime/chat_template.hpp"
+#include "archetype/runtime/chat_tokens.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/sampling.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
@@ -75,12 +75,6 @@ chat::chat_template chat_template_for(const gguf::file& f, const std::string& na
     const auto tp = chat::named(arch.substr(0, 5) == "gemma" ? "gemma" : "chatml");
     note = "the file has no tokenizer.chat_template: using " + std::string(tp.name()) + " (--chat-template NAME to choose)";
     return tp;
-}
-
-/// The one token `text` encodes to, or -1.
-std::int32_t special_id(const tokenizer::tokenizer& tok, std::string_view text) {
-    const auto ids = tok.encode(text, false);
-    return ids.size() == 1 ? ids[0] : -1;
 }
 
 } // namespace
@@ -133,25 +127,18 @@ int cmd_generate(int argc, char** argv) {
                              "' is not a registered decoder (archetype describe --model FILE names the known ones)");
     const auto tok = tokenizer::load_tokenizer(file);
     std::vector<std::int32_t> prompt, stop;
-    if (tok->eos_id() >= 0) stop.push_back(tok->eos_id());
     if (a.chat) {
         std::string note;
         const auto tp = chat_template_for(file, a.chat_template, note);
         std::vector<chat::message> msgs;
         if (!a.system.empty()) msgs.push_back({"system", a.system});
         msgs.push_back({"user", a.prompt});
-        chat::render_options ro;
-        if (tok->bos_id() >= 0) ro.bos_token = tok->token_to_piece(tok->bos_id());
-        if (tok->eos_id() >= 0) ro.eos_token = tok->token_to_piece(tok->eos_id());
-        const std::string text = chat::render(tp, msgs, ro);
-        // a template that writes the BOS text itself (Gemma, Llama 3, Mistral) gets no second one
-        const bool has_bos = !ro.bos_token.empty() && text.compare(0, ro.bos_token.size(), ro.bos_token) == 0;
-        prompt = tok->encode(text, !has_bos);
-        for (const auto& t : chat::end_of_turn(tp))
-            if (const auto id = special_id(*tok, t); id >= 0) stop.push_back(id);
+        prompt = chat::prompt_tokens(*tok, tp, msgs, chat::options_for(*tok));
+        stop = chat::stop_tokens(*tok, tp);
         if (!note.empty()) std::fprintf(stderr, "archetype generate: %s\n", note.c_str());
     } else {
         prompt = tok->encode(a.prompt, true);
+        if (tok->eos_id() >= 0) stop.push_back(tok->eos_id());
     }
     if (prompt.empty()) throw argument_error("the prompt encodes to no tokens");
     std::fprintf(stderr, "archetype generate: loading %s ...", a.model.c_str());

@@ -147,7 +147,7 @@ inline void check_alternation(std::span<const message> m, std::size_t first, std
 inline chat_template recognise(std::string_view t) {
     using detail::has;
     chat_template r;
-    if (has(t, "<|im_start|>") && (has(t, "'<|im_start|>' + message") || has(t, "\"<|im_start|>\" + message"))) {
+    if (has(t, "'<|im_start|>' + message") || has(t, "\"<|im_start|>\" + message")) {
         r.fam = family::chatml;
         r.default_system = detail::chatml_default_system(t);
         return r;

@@ -78,7 +78,7 @@ inline __m256i udot(__m256i u, __m256i x) noexcept {
 // Legacy 32-element blocks. `zero`: w = d * (u - zero); `min_at` >= 0: w = d * u + m
 // with m the fp16 at that byte (then the activations' s carries the min's term).
 struct fmt_q8_0 {
-    static constexpr std::size_t bytes = 34;
+    static constexpr std::size_t block = 32, bytes = 34;
     static constexpr int zero = 0, min_at = -1;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
         const __m256i w = detail::load32(b + 2);
@@ -87,24 +87,24 @@ struct fmt_q8_0 {
     }
 };
 struct fmt_q4_0 {
-    static constexpr std::size_t bytes = 18;
+    static constexpr std::size_t block = 32, bytes = 18;
     static constexpr int zero = 8, min_at = -1;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return detail::udot(detail::nibbles(b + 2), x); }
 };
 struct fmt_q4_1 {
-    static constexpr std::size_t bytes = 20;
+    static constexpr std::size_t block = 32, bytes = 20;
     static constexpr int zero = 0, min_at = 2;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return detail::udot(detail::nibbles(b + 4), x); }
 };
 struct fmt_q5_0 {
-    static constexpr std::size_t bytes = 22;
+    static constexpr std::size_t block = 32, bytes = 22;
     static constexpr int zero = 16, min_at = -1;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
         return detail::udot(_mm256_or_si256(detail::nibbles(b + 6), detail::high_bits(b + 2)), x);
     }
 };
 struct fmt_q5_1 {
-    static constexpr std::size_t bytes = 24;
+    static constexpr std::size_t block = 32, bytes = 24;
     static constexpr int zero = 0, min_at = 2;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
         return detail::udot(_mm256_or_si256(detail::nibbles(b + 8), detail::high_bits(b + 4)), x);
@@ -133,9 +133,9 @@ inline void dot_legacy(const std::uint8_t* w, std::size_t row_bytes, std::size_t
 }
 
 // K types: 256-element super-blocks with per-sub-block integer scales.
-struct fmt_q4_K { static constexpr std::size_t bytes = 144; };
-struct fmt_q5_K { static constexpr std::size_t bytes = 176; };
-struct fmt_q6_K { static constexpr std::size_t bytes = 210; };
+struct fmt_q4_K { static constexpr std::size_t block = 256, bytes = 144; };
+struct fmt_q5_K { static constexpr std::size_t block = 256, bytes = 176; };
+struct fmt_q6_K { static constexpr std::size_t block = 256, bytes = 210; };
 
 namespace detail {
 

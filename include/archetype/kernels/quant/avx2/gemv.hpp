@@ -47,15 +47,14 @@ namespace detail {
 
 template <class F, int R>
 inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y) noexcept {
-    if constexpr (F::bytes >= 144) dot_k<F, R>(w, row_bytes, nb, a, y);
+    if constexpr (F::block == 256) dot_k<F, R>(w, row_bytes, nb, a, y);
     else dot_legacy<F, R>(w, row_bytes, nb, a, y);
 }
 
 template <class F>
 inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, const act_buffer& acts,
                 std::size_t n_tok, thread_pool* pool) {
-    constexpr std::size_t block = F::bytes >= 144 ? 256 : 32;
-    const std::size_t nb = cols / block, row_bytes = nb * F::bytes;
+    const std::size_t nb = cols / F::block, row_bytes = nb * F::bytes;
     std::size_t total = 0;
     for (std::size_t p = 0; p < n_parts; ++p) total += parts[p].rows;
     auto work = [&](std::size_t begin, std::size_t end) {
