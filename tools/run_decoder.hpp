@@ -1,7 +1,9 @@
 #pragma once
 // run_decoder<Entry>: loads a file as a registry entry's structure and runs a
 // command's job on it. Included only by tools/arch/<entry>.cpp, each of which
-// instantiates it for one entry.
+// instantiates it for one entry. A job runs on any session with the decoder
+// session's front (prefill, decode, options): one process's decoder_session, or,
+// launched by mpirun, rank 0's pipeline_session (tools/run_pipeline.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "archetype/runtime/perplexity.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
+#include "pipeline_launch.hpp"
 
 namespace archetype::tools {
 
@@ -27,10 +30,29 @@ int describe_job(const Model& m) {
     return 0;
 }
 
-template <class Model>
-int logits_job(const Model& model, const decoder_logits_job& a) {
-    const std::size_t n = a.tokens.size(), V = model.n_vocab();
-    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(n, 1), .kv_type = a.kv});
+/// The session a job runs on (the same on every rank of a pipeline).
+inline decoder_session_options session_options_of(const decoder_job& job) {
+    switch (job.what) {
+    case decoder_job::kind::logits: {
+        const auto& a = *job.logits;
+        return {.n_threads = a.threads, .max_sequences = 1, .n_ctx = std::max<std::size_t>(a.tokens.size(), 1), .kv_type = a.kv};
+    }
+    case decoder_job::kind::generate: {
+        const auto& a = *job.generate;
+        return {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.prompt.size() + a.n + 1, .kv_type = a.kv};
+    }
+    case decoder_job::kind::perplexity: {
+        const auto& a = *job.perplexity;
+        return {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.n_ctx, .kv_type = a.kv};
+    }
+    case decoder_job::kind::describe: break;
+    }
+    return {};
+}
+
+template <class Session>
+int logits_job(Session& sess, const decoder_logits_job& a) {
+    const std::size_t n = a.tokens.size(), V = sess.n_vocab();
     std::vector<float> logits(n * V);
     for (std::size_t b = 0; b < n; b += a.step) {
         const std::size_t c = std::min(a.step, n - b);
@@ -40,11 +62,10 @@ int logits_job(const Model& model, const decoder_logits_job& a) {
     return 0;
 }
 
-template <class Model>
-int generate_job(const Model& model, const decoder_generate_job& a) {
+template <class Model, class Session>
+int generate_job(const Model& model, Session& sess, const decoder_generate_job& a) {
     const std::size_t V = model.n_vocab();
     const auto& prompt = a.prompt;
-    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = prompt.size() + a.n + 1, .kv_type = a.kv});
     std::fprintf(stderr, " %zu layers, %zu-token vocabulary, %.2f s\n", model.hparams().dims.n_layer, V,
                  seconds_since(a.t_load));
     std::fprintf(stderr, "prompt: %zu tokens\n", prompt.size());
@@ -79,9 +100,8 @@ int generate_job(const Model& model, const decoder_generate_job& a) {
                  produced, gen_s, double(produced) / std::max(gen_s, 1e-9), decoded, a.threads);
     return 0;
 }
-template <class Model>
-int perplexity_job(const Model& model, const decoder_perplexity_job& a) {
-    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.n_ctx, .kv_type = a.kv});
+template <class Session>
+int perplexity_job(Session& sess, const decoder_perplexity_job& a) {
     perplexity_options o{.n_ctx = a.n_ctx, .n_batch = a.n_batch, .n_chunks = a.n_chunks, .bos = std::nullopt,
                          .n_threads = a.threads};
     if (a.bos >= 0) o.bos = a.bos;
@@ -100,18 +120,36 @@ int perplexity_job(const Model& model, const decoder_perplexity_job& a) {
                 r.n_scored, r.n_chunks * a.n_ctx, s, double(r.n_chunks * a.n_ctx) / std::max(s, 1e-9));
     return 0;
 }
+/// Runs a job (not describe) on a session made for it.
+template <class Model, class Session>
+int run_job(const Model& model, Session& sess, const decoder_job& job) {
+    switch (job.what) {
+    case decoder_job::kind::logits: return logits_job(sess, *job.logits);
+    case decoder_job::kind::generate: return generate_job(model, sess, *job.generate);
+    case decoder_job::kind::perplexity: return perplexity_job(sess, *job.perplexity);
+    case decoder_job::kind::describe: break;
+    }
+    return 0;
+}
 } // namespace detail
+} // namespace archetype::tools
+
+#if ARCHETYPE_HAVE_MPI
+#include "run_pipeline.hpp" // run_decoder_pipeline: the same jobs over MPI ranks
+#endif
+
+namespace archetype::tools {
 
 template <class Entry>
 int run_decoder(gguf::file file, const decoder_job& job) {
+#if ARCHETYPE_HAVE_MPI
+    if (pipeline_launch().active && job.what != decoder_job::kind::describe)
+        return run_decoder_pipeline<Entry>(std::move(file), job);
+#endif
     const auto model = load_model<Entry>(std::move(file));
-    switch (job.what) {
-    case decoder_job::kind::logits: return detail::logits_job(model, *job.logits);
-    case decoder_job::kind::generate: return detail::generate_job(model, *job.generate);
-    case decoder_job::kind::perplexity: return detail::perplexity_job(model, *job.perplexity);
-    case decoder_job::kind::describe: break;
-    }
-    return detail::describe_job(model);
+    if (job.what == decoder_job::kind::describe) return detail::describe_job(model);
+    auto sess = session(model, detail::session_options_of(job));
+    return detail::run_job(model, sess, job);
 }
 
 } // namespace archetype::tools

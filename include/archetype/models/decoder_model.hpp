@@ -43,6 +43,7 @@
 #include "archetype/layers/rope.hpp"
 #include "archetype/models/decoder_architectures.hpp"
 #include "archetype/models/decoder.hpp"
+#include "archetype/models/layer_range.hpp"
 #include "archetype/policies/impl.hpp"
 
 namespace archetype {
@@ -73,6 +74,10 @@ struct decoder_options {
     /// What the file's architecture implies beyond its keys; null = the conventions of the
     /// file's general.architecture in the library's registry (llama's when unregistered).
     const arch::gguf_conventions* conventions = nullptr;
+    /// The layers to load (a pipeline stage, models/layer_range.hpp); default: all.
+    /// The token embedding is bound only when the range starts at layer 0, the output
+    /// norm and head only when it ends at the last layer.
+    layer_range layers{};
 };
 
 /// Everything the run time needs, resolved from file + compiled structure.
@@ -110,7 +115,14 @@ public:
     const decoder_hparams& hparams() const noexcept { return hp_; }
     const gguf::file& file() const noexcept { return *file_; }
     const std::vector<layer>& layers_() const noexcept { return layers_v_; }
+    /// Layer il (0-based in the whole model; only the layers of layers() are bound).
     const layer& layer_at(std::size_t il) const noexcept { return layers_v_[il]; }
+    /// The layers this model holds: all of them, or a pipeline stage's share.
+    const layer_range& layers() const noexcept { return range_; }
+    /// Whether it holds the token embedding (its range starts at layer 0) / the
+    /// output norm and head (its range ends at the last layer).
+    bool has_embedding() const noexcept { return range_.starts_model(); }
+    bool has_head() const noexcept { return range_.ends_model(hp_.dims.n_layer); }
     const kernels::weight_view& token_embd() const noexcept { return tok_embd_; }
     const kernels::weight_view& output() const noexcept { return output_; }
     const layers::norm_weights& output_norm() const noexcept { return output_norm_; }
@@ -155,7 +167,8 @@ public:
         if (hp_.attn.scale != 1.f / std::sqrt(float(d.head_dim)))
             s += describe_line("attn scale", std::to_string(hp_.attn.scale));
         if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
-        s += describe_line("qk norm", layers_v_.empty() || !layers_v_[0].attn.q_norm ? "no" : "per-head RMSNorm");
+        s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
+        if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
         s += describe_line("output", d.tied_output ? "tied to token_embd" : "output.weight");
         if (owned_bytes_)
             s += describe_line("repacked", std::to_string(owned_.size()) + " Q4_0 / Q8_0 matrices (" +
@@ -358,6 +371,7 @@ private:
         const arch::gguf_conventions conv =
             opt.conventions ? *opt.conventions : conventions_of(file_->architecture(), decoder_architectures{});
         const auto h = arch::read_llama_hparams(*file_, conv);
+        range_ = opt.layers.resolved(h.n_layer);
         binder b(*this, h, conv, opt);
         hp_.arch = h.arch;
         auto& d = hp_.dims;
@@ -398,17 +412,20 @@ private:
 
         // tensors
         const std::size_t E = h.n_embd;
-        output_norm_ = {b.vector_f32("output_norm.weight", E), b.optional_vector_f32("output_norm.bias", E), eps};
-        if (file_->find_tensor("output.weight")) {
-            tok_embd_ = b.lookup_matrix("token_embd.weight", E, h.n_vocab);
-            output_ = b.matrix("output.weight", E, h.n_vocab);
-        } else {
+        // a pipeline stage binds the embedding only at the first layer, the head only at the last
+        const bool first_stage = has_embedding(), last_stage = has_head();
+        if (last_stage)
+            output_norm_ = {b.vector_f32("output_norm.weight", E), b.optional_vector_f32("output_norm.bias", E), eps};
+        d.tied_output = !file_->find_tensor("output.weight");
+        if (!d.tied_output) {
+            if (first_stage) tok_embd_ = b.lookup_matrix("token_embd.weight", E, h.n_vocab);
+            if (last_stage) output_ = b.matrix("output.weight", E, h.n_vocab);
+        } else if (first_stage || last_stage) {
             // Tied: the one matrix is the output head, read whole every step, and the
             // embedding, one row per token: it takes the x16 layout like any projection
             // (embedding rows are gathered back from it, see kernels::embedding_row).
             tok_embd_ = b.matrix("token_embd.weight", E, h.n_vocab);
             output_ = tok_embd_;
-            d.tied_output = true;
         }
         constexpr bool moe = layers::detail::is_moe_v<ffn_policy>;
         const bool file_moe = file_->find_tensor("blk.0.ffn_gate_exps.weight") || file_->find_tensor("blk.0.ffn_up_exps.weight");
@@ -440,7 +457,7 @@ private:
         }
 
         layers_v_.resize(h.n_layer);
-        for (std::size_t il = 0; il < h.n_layer; ++il) {
+        for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const std::string blk = "blk." + std::to_string(il) + ".";
             auto& L = layers_v_[il];
             L.attn_norm = {b.vector_f32(blk + "attn_norm.weight", E), b.optional_vector_f32(blk + "attn_norm.bias", E), eps};
@@ -472,18 +489,31 @@ private:
 
     /// Every tensor of the file was bound by some policy: one left over means the
     /// compiled structure would silently drop part of the model.
+    /// (A pipeline stage answers for its own layers' tensors and the ends it holds: the
+    /// other stages check theirs.)
     void check_all_bound() const {
         std::vector<const gguf::tensor_info*> used = bound_;
         std::sort(used.begin(), used.end());
         for (const auto& t : file_->tensors())
-            if (!std::binary_search(used.begin(), used.end(), &t))
+            if (!std::binary_search(used.begin(), used.end(), &t) && stage_answers_for(t.name))
                 throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the model would run without it; "
                                   "compose the policy that "
                                   "reads it (for example SelfAttention binds attn_q.bias, PrePostNorm binds "
                                   "post_attention_norm.weight)");
     }
 
+    /// Whether this model's range answers for tensor `name` being bound: a layer's
+    /// tensors by the stage holding the layer, the embedding and head by the end stages.
+    bool stage_answers_for(const std::string& name) const {
+        const long il = layer_of_tensor(name);
+        if (il >= 0) return range_.contains(std::size_t(il));
+        if (name == "token_embd.weight") return has_embedding() || (hp_.dims.tied_output && has_head());
+        if (name == "output.weight" || name.starts_with("output_norm.")) return has_head();
+        return true; // position tables, rope factors, ...: bound by every stage
+    }
+
     std::optional<gguf::file> file_;
+    layer_range range_{};
     decoder_hparams hp_;
     std::vector<layer> layers_v_;
     kernels::weight_view tok_embd_{}, output_{};

@@ -17,6 +17,11 @@
 // session is made (and a sequence's cache when it is first written): decode
 // allocates nothing.
 //
+// A model loaded with a layer range (a pipeline stage, models/layer_range.hpp)
+// gives a session that keeps the cache of those layers only and is driven by
+// run_stage(): hidden rows in, hidden rows (or, at the last stage, logits) out;
+// distributed/pipeline.hpp chains such sessions over MPI ranks.
+//
 // Errors (argument_error / capacity_error) are raised before any state changes:
 // a token id outside the vocabulary, a sequence id outside 0..max_sequences-1,
 // a position at or past n_ctx. No BOS or other token is ever added.
@@ -80,13 +85,17 @@ public:
         if (opt_.n_ctx == 0) opt_.n_ctx = std::min(default_n_ctx, hp.n_ctx_train);
         pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, opt_.n_threads));
         // the cache policy sizes its memory from the mask's windows (runtime/cache/)
+        // a stage keeps the cache of its own layers only (the policy sees layers 0..count-1)
+        range_ = m.layers();
+        windowed_.assign(hp.windowed.begin() + std::ptrdiff_t(range_.first),
+                         hp.windowed.begin() + std::ptrdiff_t(range_.first + range_.count));
         runtime::cache_geometry g;
-        g.n_layer = hp.dims.n_layer;
+        g.n_layer = range_.count;
         g.n_head_kv = hp.dims.n_head_kv;
         g.head_dim = hp.dims.head_dim;
         g.n_ctx = opt_.n_ctx;
         g.window = hp.window;
-        g.windowed = &hp.windowed;
+        g.windowed = &windowed_;
         g.half = opt_.kv_type == kv_cache_type::f16;
         chunk_ = std::min(opt_.n_ubatch, cache_impl_t::chunk_limit(g));
         g.n_ubatch = chunk_;
@@ -139,6 +148,7 @@ public:
     /// (may be null): the final-norm output, [n x n_embd] or [n_embd].
     void prefill(seq_id seq, std::span<const std::int32_t> tokens, float* logits, logits_rows rows = logits_rows::all,
                  float* hidden = nullptr) {
+        check_whole_model("prefill");
         check_seq(seq);
         check_tokens(tokens);
         const auto s = std::size_t(seq);
@@ -169,6 +179,7 @@ public:
     /// logits (may be null) [seqs.size() x n_vocab], in the order of `seqs`.
     void decode(std::span<const seq_id> seqs, std::span<const std::int32_t> tokens, float* logits,
                 float* hidden = nullptr) {
+        check_whole_model("decode");
         runtime::check_decode_batch(seqs, tokens, opt_.max_sequences, n_vocab());
         for (const seq_id s : seqs) check_room(std::size_t(s), 1);
         if (seqs.empty()) return;
@@ -183,6 +194,87 @@ public:
     /// One token for one sequence: logits (may be null) [n_vocab].
     void decode(seq_id seq, std::int32_t token, float* logits, float* hidden = nullptr) {
         decode(std::span<const seq_id>(&seq, 1), std::span<const std::int32_t>(&token, 1), logits, hidden);
+    }
+
+    // ---- pipeline stages (distributed/pipeline.hpp) ---------------------------------
+    /// The layers this session runs (all of them unless the model is a pipeline stage).
+    const layer_range& layers() const noexcept { return range_; }
+    /// Layers of the whole model, and the width of the rows that pass between stages.
+    std::size_t n_layer() const noexcept { return m_->hparams().dims.n_layer; }
+    std::size_t n_embd() const noexcept { return m_->n_embd(); }
+    bool has_embedding() const noexcept { return m_->has_embedding(); }
+    std::size_t max_sequences() const noexcept { return opt_.max_sequences; }
+    std::size_t context_limit() const noexcept { return opt_.n_ctx; }
+    bool has_head() const noexcept { return m_->has_head(); }
+    /// Most rows of one sequence in one pass (n_ubatch, and what the cache policy allows);
+    /// every stage of a pipeline must cut prefill at the same rows (take the least).
+    std::size_t chunk_rows() const noexcept { return chunk_; }
+    /// Most rows of one pass in all (max(chunk_rows, max_sequences)).
+    std::size_t max_rows() const noexcept { return rows_; }
+
+    /// One pass of this session's layers over `groups` (distinct sequences, their rows
+    /// concatenated: n = the sum of their counts). The first stage reads `tokens` [n];
+    /// the others read `x_in` [n x n_embd], the residual stream the previous stage wrote.
+    /// A stage that does not end the model writes its residual stream to `x_out`
+    /// [n x n_embd]; the last stage writes logits / hidden (may be null) of rows
+    /// out_first .. out_first + out_n - 1, as prefill and decode do. Each sequence's
+    /// positions advance by its count. The whole model as one stage gives exactly what
+    /// prefill (one chunk) and decode give.
+    void run_stage(std::span<const stage_rows> groups, const std::int32_t* tokens, const float* x_in, float* x_out,
+                   std::size_t out_first, std::size_t out_n, float* logits, float* hidden = nullptr) {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+            const auto& g = groups[i];
+            check_seq(g.seq);
+            for (std::size_t j = 0; j < i; ++j)
+                if (groups[j].seq == g.seq)
+                    throw argument_error("run_stage: sequence " + std::to_string(g.seq) + " appears twice in one pass");
+            if (g.n == 0 || g.n > chunk_)
+                throw argument_error("run_stage: " + std::to_string(g.n) + " rows of sequence " + std::to_string(g.seq) +
+                                     " in one pass; 1.." + std::to_string(chunk_) + " (chunk_rows)");
+            check_room(std::size_t(g.seq), g.n);
+            n += g.n;
+        }
+        if (n == 0) return;
+        if (n > rows_)
+            throw argument_error("run_stage: " + std::to_string(n) + " rows in one pass, more than max_rows = " +
+                                 std::to_string(rows_));
+        if (out_first + out_n > n)
+            throw argument_error("run_stage: output rows " + std::to_string(out_first) + ".." +
+                                 std::to_string(out_first + out_n) + " of a pass of " + std::to_string(n));
+        if (m_->has_embedding()) {
+            if (!tokens) throw argument_error("run_stage: the first stage needs the tokens");
+            check_tokens(std::span<const std::int32_t>(tokens, n));
+        } else if (!x_in) {
+            throw argument_error("run_stage: stage " + range_.to_string() + " needs the previous stage's rows (x_in)");
+        }
+        if (!m_->has_head() && !x_out)
+            throw argument_error("run_stage: stage " + range_.to_string() + " must pass its rows on (x_out)");
+        groups_.clear();
+        std::size_t row = 0;
+        for (const auto& g : groups) {
+            groups_.push_back({std::size_t(g.seq), row, g.n});
+            for (std::size_t i = 0; i < g.n; ++i) pos_[row + i] = cache_.n_past(std::size_t(g.seq)) + std::int64_t(i);
+            row += g.n;
+        }
+        if (!m_->has_embedding()) std::memcpy(x_.data(), x_in, n * m_->n_embd() * sizeof(float));
+        forward(tokens, n, out_first, out_n, logits, hidden);
+        if (!m_->has_head()) std::memcpy(x_out, x_.data(), n * m_->n_embd() * sizeof(float));
+    }
+
+    /// The checks prefill makes before feeding `tokens` to `seq` (argument_error /
+    /// capacity_error), without running anything: a pipeline validates a whole prompt
+    /// before its first micro-batch leaves.
+    void check_feed(seq_id seq, std::span<const std::int32_t> tokens) const {
+        check_seq(seq);
+        if (m_->has_embedding()) check_tokens(tokens);
+        check_room(std::size_t(seq), tokens.size());
+    }
+    /// Called after each layer of a pass (null: none): a pipeline advances its pending
+    /// sends and receives there, so that a stage's transfers progress while it computes.
+    void on_each_layer(void (*hook)(void*), void* context) noexcept {
+        layer_hook_ = hook;
+        layer_hook_context_ = context;
     }
 
     /// Forgets sequence s (its cells are reused by the next tokens fed to it).
@@ -203,6 +295,12 @@ private:
     };
 
     void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
+    void check_whole_model(const char* what) const {
+        if (!m_->has_embedding() || !m_->has_head())
+            throw argument_error(std::string(what) + ": this session holds layers " + range_.to_string() + " of " +
+                                 std::to_string(m_->hparams().dims.n_layer) +
+                                 " (a pipeline stage): run it with run_stage (distributed/pipeline.hpp)");
+    }
     void check_tokens(std::span<const std::int32_t> t) const { runtime::check_tokens(t, n_vocab()); }
     void check_room(std::size_t s, std::size_t n) const {
         const auto end = std::size_t(cache_.n_past(s)) + n;
@@ -273,7 +371,7 @@ private:
         const std::size_t qw = ad.q_width(), kw = ad.kv_width();
         runtime::attend_step st;
         st.seq = gr.seq;
-        st.layer = il;
+        st.layer = il - range_.first; // the cache holds this session's layers only
         st.p0 = pos_[gr.row];
         st.n = gr.n;
         st.k = k_.data() + gr.row * kw;
@@ -304,16 +402,20 @@ private:
         const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
         thread_pool* pool = pool_.get();
         for (const auto& g : groups_) cache_.ensure(g.seq);
-        for (std::size_t i = 0; i < n; ++i) kernels::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
-        embedding_impl<typename D::embedding>::apply(m_->embedding(), x_.data(), n * E);
-        if constexpr (adds_to_embedding)
-            for (std::size_t i = 0; i < n; ++i) pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
+        if (m_->has_embedding()) { // else x_ holds the previous stage's rows
+            for (std::size_t i = 0; i < n; ++i)
+                kernels::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
+            embedding_impl<typename D::embedding>::apply(m_->embedding(), x_.data(), n * E);
+            if constexpr (adds_to_embedding)
+                for (std::size_t i = 0; i < n; ++i)
+                    pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
+        }
         const layers::rope_params* rope = hp.rotary ? &rope_ : nullptr;
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
         if (two_ropes_) layers::rope_tables(rope_swa_, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
         using Norm = typename D::base_norm;
         constexpr bool post = D::sandwich_norms;
-        for (std::size_t il = 0; il < hp.dims.n_layer; ++il) {
+        for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const auto& L = m_->layer_at(il);
             const bool swa_rope = two_ropes_ && hp.windowed[il];
             layers::apply_norm<Norm>(L.attn_norm, x_.data(), E, h_.data(), E, n, E);
@@ -331,9 +433,10 @@ private:
             layers::feed_forward<typename D::ffn>(L.ffn, h_.data(), E, n, t_.data(), E, ws_, pool);
             if constexpr (post) layers::apply_norm<Norm>(L.ffn_post_norm, t_.data(), E, t_.data(), E, n, E);
             add_into(x_.data(), t_.data(), n * E);
+            if (layer_hook_) layer_hook_(layer_hook_context_);
         }
         for (const auto& g : groups_) cache_impl_t::commit(cache_, g.seq, g.n);
-        if (out_n == 0 || (!logits && !hidden)) return;
+        if (!m_->has_head() || out_n == 0 || (!logits && !hidden)) return;
         float* hrow = hidden ? hidden : h_.data();
         layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
         if (logits) {
@@ -354,6 +457,10 @@ private:
     typename cache_impl_t::scratch cache_scratch_; // the cache policy's per-session buffers
     std::size_t attention_keys_ = 0;               // most key rows of one attention call
     std::size_t chunk_ = 0, rows_ = 0;
+    void (*layer_hook_)(void*) = nullptr; // on_each_layer
+    void* layer_hook_context_ = nullptr;
+    layer_range range_{};        // the model's layers this session runs
+    std::vector<bool> windowed_; // hp.windowed of those layers (the cache geometry's)
     std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_;
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)

@@ -18,6 +18,13 @@ using seq_id = std::int32_t;
 /// Which rows of a prefill produce logits (and hidden states).
 enum class logits_rows { all, last };
 
+/// Rows of one sequence in one pass of a pipeline stage (run_stage): they follow
+/// the sequence's cached positions.
+struct stage_rows {
+    seq_id seq = 0;
+    std::size_t n = 0;
+};
+
 namespace runtime {
 
 /// s is one of the session's sequences.
