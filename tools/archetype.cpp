@@ -59,13 +59,17 @@ std::vector<char*> strip_pipeline_flags(int argc, char** argv, archetype::tools:
     std::vector<char*> rest;
     for (int i = 0; i < argc; ++i) {
         const std::string_view o = argv[i];
-        if (o != "--layer-split" && o != "--micro-batch" && o != "--pipeline-timeout") {
+        if (o != "--layer-split" && o != "--micro-batch" && o != "--pipeline-timeout" && o != "--pipeline-stats") {
             rest.push_back(argv[i]);
             continue;
         }
         if (!launched)
             throw archetype::argument_error("option '" + std::string(o) +
                                             "' applies only to a pipeline over MPI ranks (launch with mpirun -np N)");
+        if (o == "--pipeline-stats") {
+            st.stats = true;
+            continue;
+        }
         if (i + 1 >= argc) throw archetype::argument_error("option '" + std::string(o) + "' needs a value");
         const std::string_view v = argv[++i];
         if (o == "--layer-split") st.layer_split = v;
@@ -84,7 +88,8 @@ int run_command(const command& c, int argc, char** argv, const char* name) {
         return c.run(int(args.size()) - 1, args.data());
     } catch (const std::exception& e) {
         const auto& st = archetype::tools::pipeline_launch();
-        if (st.active) std::fprintf(stderr, "archetype %s: rank %d: %s\n", name, st.rank, e.what());
+        const bool names_rank = std::string_view(e.what()).starts_with("rank "); // the pipeline's own errors do
+        if (st.active && !names_rank) std::fprintf(stderr, "archetype %s: rank %d: %s\n", name, st.rank, e.what());
         else std::fprintf(stderr, "archetype %s: %s\n", name, e.what());
         return 1;
     } catch (...) {

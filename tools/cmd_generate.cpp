@@ -35,6 +35,7 @@
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
+#include "pipeline_launch.hpp"
 
 namespace archetype::tools {
 
@@ -135,13 +136,15 @@ int cmd_generate(int argc, char** argv) {
         msgs.push_back({"user", a.prompt});
         prompt = chat::prompt_tokens(*tok, tp, msgs, chat::options_for(*tok));
         stop = chat::stop_tokens(*tok, tp);
-        if (!note.empty()) std::fprintf(stderr, "archetype generate: %s\n", note.c_str());
+        if (!note.empty() && writes_output()) std::fprintf(stderr, "archetype generate: %s\n", note.c_str());
     } else {
         prompt = tok->encode(a.prompt, true);
         if (tok->eos_id() >= 0) stop.push_back(tok->eos_id());
     }
     if (prompt.empty()) throw argument_error("the prompt encodes to no tokens");
-    std::fprintf(stderr, "archetype generate: loading %s ...", a.model.c_str());
+    // under mpirun the ranks' share lines follow: the loading line ends there
+    if (writes_output())
+        std::fprintf(stderr, "archetype generate: loading %s ...%s", a.model.c_str(), pipeline_launch().active ? "\n" : "");
     std::fflush(stderr);
 
     decoder_generate_job j;

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,12 @@
 #include "commands.hpp"
 #include "archetype/models/architectures.hpp"
 #include "decoder_jobs.hpp"
+#include "pipeline_launch.hpp"
+#if ARCHETYPE_HAVE_MPI
+#include "archetype/distributed/layer_split.hpp"
+#include "archetype/distributed/pipeline.hpp"
+#include "pipeline_stats.hpp"
+#endif
 
 namespace archetype::tools {
 
@@ -83,12 +90,10 @@ int logits_decoder(gguf::file file, const logits_args& a) {
 }
 
 // ---- family: RWKV-5/6 (GGUF rwkv6, rwkv.cpp .bin) ---------------------------
-/// The RWKV structures compiled into the program: every dimension from the file.
-template <class Arch>
-int logits_rwkv_as(const logits_args& a) {
-    const auto model = load_model<Arch>(a.model, {.group_norm_eps = a.group_norm_eps});
-    const std::size_t n = a.tokens.size(), V = model.hparams().n_vocab;
-    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1});
+/// Every position's logits, fed in calls of the mode's size, into the output file.
+template <class Session>
+int write_rwkv_logits(Session& sess, const logits_args& a) {
+    const std::size_t n = a.tokens.size(), V = sess.n_vocab();
     std::vector<float> logits(n * V);
     const std::size_t step = step_of(a, n);
     for (std::size_t b = 0; b < n; b += step) {
@@ -97,6 +102,59 @@ int logits_rwkv_as(const logits_args& a) {
     }
     write_f32_file(a.out, logits.data(), logits.size());
     return 0;
+}
+
+#if ARCHETYPE_HAVE_MPI
+/// Launched by mpirun: this rank's layers of an RWKV model in a pipeline (tools/run_pipeline.hpp
+/// for decoders). The split weighs a layer by its matrices' elements (every layer alike) and the
+/// last stage by the head's too, read off a first look at the file's layer 0.
+template <class Arch>
+int logits_rwkv_pipeline(const logits_args& a) {
+    const auto& launch = pipeline_launch();
+    std::vector<layer_range> split;
+    {
+        const auto probe = load_model<Arch>(a.model, {.group_norm_eps = a.group_norm_eps, .layers = {0, 1}});
+        const auto& hp = probe.hparams();
+        // every layer holds at least its five C x C time-mix matrices, at >= 4 bits a weight:
+        // a layer count the file's size cannot hold is refused before the split is sized by it
+        const std::uintmax_t file_bytes = std::filesystem::file_size(a.model);
+        if (hp.n_layer > file_bytes / std::max<std::uintmax_t>(1, 5 * hp.n_embd * hp.n_embd / 2))
+            throw format_error("'" + a.model + "' says " + std::to_string(hp.n_layer) + " layers of " +
+                               std::to_string(hp.n_embd) + " channels but has only " + std::to_string(file_bytes) + " bytes");
+        distributed::model_weight_bytes w;
+        w.layer.assign(hp.n_layer, 6 * hp.n_embd * hp.n_embd + 2 * hp.n_ffn * hp.n_embd);
+        w.head = hp.n_vocab * hp.n_embd;
+        split = launch.layer_split.empty() ? distributed::balanced_split(w, std::size_t(launch.size))
+                                           : distributed::explicit_split(launch.layer_split, hp.n_layer, std::size_t(launch.size));
+    }
+    const layer_range own = split[std::size_t(launch.rank)];
+    std::fprintf(stderr, "archetype: rank %d of %d: layers %s\n", launch.rank, launch.size, own.to_string().c_str());
+    std::fflush(stderr);
+    const auto model = load_model<Arch>(a.model, {.group_norm_eps = a.group_norm_eps, .layers = own});
+    auto stage = session(model, {.n_threads = a.threads, .max_sequences = 1});
+    distributed::pipeline_session pipe(stage, {.comm = MPI_COMM_WORLD, .timeout_s = launch.timeout_s,
+                                               .micro_batch = launch.micro_batch});
+    if (!pipe.is_driver()) {
+        pipe.serve();
+        report_pipeline_stats(pipe, 0); // RWKV views: weights not counted
+        return 0;
+    }
+    const int rc = write_rwkv_logits(pipe, a);
+    pipe.stop();
+    report_pipeline_stats(pipe, 0);
+    return rc;
+}
+#endif
+
+/// The RWKV structures compiled into the program: every dimension from the file.
+template <class Arch>
+int logits_rwkv_as(const logits_args& a) {
+#if ARCHETYPE_HAVE_MPI
+    if (pipeline_launch().active) return logits_rwkv_pipeline<Arch>(a);
+#endif
+    const auto model = load_model<Arch>(a.model, {.group_norm_eps = a.group_norm_eps});
+    auto sess = session(model, {.n_threads = a.threads, .max_sequences = 1});
+    return write_rwkv_logits(sess, a);
 }
 
 } // namespace

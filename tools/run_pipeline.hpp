@@ -14,6 +14,7 @@
 #include "archetype/runtime/decoder_session.hpp"
 #include "decoder_jobs.hpp"
 #include "pipeline_launch.hpp"
+#include "pipeline_stats.hpp"
 
 namespace archetype::tools {
 
@@ -34,10 +35,12 @@ int run_decoder_pipeline(gguf::file file, const decoder_job& job) {
                                                .micro_batch = launch.micro_batch});
     if (!pipe.is_driver()) {
         pipe.serve();
+        report_pipeline_stats(pipe, model.weight_bytes());
         return 0;
     }
     const int rc = detail::run_job(model, pipe, job);
     pipe.stop();
+    report_pipeline_stats(pipe, model.weight_bytes());
     return rc;
 }
 

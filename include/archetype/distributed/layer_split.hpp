@@ -32,8 +32,13 @@ struct model_weight_bytes {
     std::uint64_t head = 0;
 };
 
-/// Read off a GGUF's tensor table (no tensor data is touched).
+/// Read off a GGUF's tensor table (no tensor data is touched). A layer count above the
+/// number of tensors (every layer has some) is a format_error: the split's work and memory
+/// grow with it, and the header is hostile input.
 inline model_weight_bytes weight_bytes(const gguf::file& f, std::size_t n_layer) {
+    if (n_layer > f.tensors().size())
+        throw format_error("the file says " + std::to_string(n_layer) + " layers but has " +
+                           std::to_string(f.tensors().size()) + " tensors");
     model_weight_bytes b;
     b.layer.assign(n_layer, 0);
     const gguf::tensor_info* out = f.find_tensor("output.weight");

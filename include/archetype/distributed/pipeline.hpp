@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <span>
 #include <string>
 #include <vector>
@@ -102,7 +103,9 @@ public:
     pipeline_session& operator=(const pipeline_session&) = delete;
     ~pipeline_session() {
         stage_->on_each_layer(nullptr, nullptr);
-        if (is_driver() && !stopped_) try {
+        // not while an error unwinds: the program is about to end every rank (MPI_Abort),
+        // and a broken pipeline would only make stop() wait out its timeout
+        if (is_driver() && !stopped_ && std::uncaught_exceptions() == 0) try {
                 stop();
             } catch (...) {
             }

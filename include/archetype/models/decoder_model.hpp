@@ -133,6 +133,8 @@ public:
     /// Bytes of the weights the model holds itself (repacked Q4_0 / Q8_0 matrices; 0 when
     /// every weight is a view of the file).
     std::size_t owned_bytes() const noexcept { return owned_bytes_; }
+    /// Bytes of the file's tensors this model bound (all of them, or a pipeline stage's share).
+    std::size_t weight_bytes() const noexcept { return weight_bytes_; }
     std::size_t n_vocab() const noexcept { return hp_.dims.n_vocab; }
     std::size_t n_embd() const noexcept { return hp_.dims.n_embd; }
 
@@ -491,9 +493,11 @@ private:
     /// compiled structure would silently drop part of the model.
     /// (A pipeline stage answers for its own layers' tensors and the ends it holds: the
     /// other stages check theirs.)
-    void check_all_bound() const {
+    void check_all_bound() {
         std::vector<const gguf::tensor_info*> used = bound_;
         std::sort(used.begin(), used.end());
+        used.erase(std::unique(used.begin(), used.end()), used.end());
+        for (const auto* t : used) weight_bytes_ += t->n_bytes;
         for (const auto& t : file_->tensors())
             if (!std::binary_search(used.begin(), used.end(), &t) && stage_answers_for(t.name))
                 throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the model would run without it; "
@@ -522,6 +526,7 @@ private:
     bool repack_ = true;
     std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
     std::size_t owned_bytes_ = 0;
+    std::size_t weight_bytes_ = 0;
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
 };

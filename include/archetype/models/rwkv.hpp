@@ -190,33 +190,47 @@ inline void rwkv_embedding_row(const kernels::weight_view& E, std::size_t id, fl
 /// i — through all layers, updating each segment's state. Writes the logits of
 /// rows `out_rows` (in that order) to `logits` ([out_rows.size() x n_vocab]).
 /// Token ids must have been checked by the caller; ws must hold >= n rows.
+///
+/// A pipeline stage (W.range not the whole model) reads its input rows from
+/// x_in instead of embedding tokens, keeps the state of its own layers only (a
+/// segment's state starts at its first layer), and, unless it ends the model,
+/// leaves its output rows in ws.x for the next stage. `each_layer` (may be null)
+/// is called after every layer.
 template <class Arch>
 void rwkv_forward(const rwkv_weights& W, std::span<const rwkv_segment> segs, const std::int32_t* tokens,
                   std::size_t n, std::span<const std::size_t> out_rows, float* logits, rwkv_workspace& ws,
-                  thread_pool* pool) {
+                  thread_pool* pool, const float* x_in = nullptr, void (*each_layer)(void*) = nullptr,
+                  void* each_layer_context = nullptr) {
     const auto& hp = W.hp;
     const std::size_t C = resolve_dim<Arch::embd>(hp.n_embd);
     const std::size_t N = resolve_dim<Arch::head_size>(hp.head_size);
     float* x = ws.x.data();
     float* xn = ws.xn.data();
     const float* y = ws.y.data();
-    for (std::size_t i = 0; i < n; ++i) {
-        detail::rwkv_embedding_row(W.emb, std::size_t(tokens[i]), ws.emb_row.data());
-        kernels::layer_norm(ws.emb_row.data(), W.ln0_w, W.ln0_b, x + i * C, C, hp.ln_eps);
+    if (W.has_embedding()) {
+        for (std::size_t i = 0; i < n; ++i) {
+            detail::rwkv_embedding_row(W.emb, std::size_t(tokens[i]), ws.emb_row.data());
+            kernels::layer_norm(ws.emb_row.data(), W.ln0_w, W.ln0_b, x + i * C, C, hp.ln_eps);
+        }
+    } else {
+        std::memcpy(x, x_in, n * C * sizeof(float));
     }
     const std::size_t spl = hp.state_floats_per_layer();
-    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+    const layer_range R = W.stage();
+    for (std::size_t l = R.first; l < R.first + R.count; ++l) {
         const auto& L = W.layers[l];
+        const std::size_t at = (l - R.first) * spl; // the stage's state holds its layers only
         for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln1_w, L.ln1_b, xn + i * C, C, hp.ln_eps);
-        rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, l * spl, n, ws, pool);
+        rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, at, n, ws, pool);
         for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
         for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln2_w, L.ln2_b, xn + i * C, C, hp.ln_eps);
-        rwkv_channel_mix(hp, C, L, segs, l * spl, n, ws, pool);
+        rwkv_channel_mix(hp, C, L, segs, at, n, ws, pool);
         for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
         if (hp.rescale_every != 0 && (l + 1) % hp.rescale_every == 0)
             for (std::size_t e = 0; e < n * C; ++e) x[e] *= 0.5f;
+        if (each_layer) each_layer(each_layer_context);
     }
-    if (out_rows.empty()) return;
+    if (out_rows.empty() || !W.has_head()) return;
     for (std::size_t j = 0; j < out_rows.size(); ++j)
         kernels::layer_norm(x + out_rows[j] * C, W.ln_out_w, W.ln_out_b, xn + j * C, C, hp.ln_eps);
     kernels::matmul(W.head, xn, C, out_rows.size(), logits, hp.n_vocab, pool, rwkv_gemm_sum);

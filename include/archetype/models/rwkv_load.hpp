@@ -32,6 +32,8 @@ struct rwkv_load_options {
     /// eps of the ln_x GroupNorm. 64e-5 is the official value (ChatRWKV, llama.cpp,
     /// rwkv.cpp for v6); rwkv.cpp computes v5 with 1e-5.
     float group_norm_eps = 64e-5f;
+    /// The layers to load (a pipeline stage, models/layer_range.hpp); default: all.
+    layer_range layers{};
 };
 
 namespace detail {
@@ -154,8 +156,8 @@ void rwkv_check_storage(const rwkv_weights& W) {
                 throw shape_error(Arch::type_name() + " requires " + std::string(type_name(S::type)) +
                                   " weights but " + what + " is " + std::string(type_name(w.type)));
         };
-        check(W.head, "the output head");
-        for (std::size_t l = 0; l < W.layers.size(); ++l) {
+        if (W.has_head()) check(W.head, "the output head");
+        for (std::size_t l = W.range.first; l < W.layers.size(); ++l) {
             const auto& L = W.layers[l];
             const std::string p = "layer " + std::to_string(l) + " ";
             for (auto* w : {&L.wr, &L.wk, &L.wv, &L.wg, &L.wo}) check(*w, p + "time-mix matrix");
@@ -211,15 +213,21 @@ void rwkv_load_bin(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::s
     rwkv_tensor_binder b(m.owned);
     auto T = [&](const std::string& name) -> const rwkv_bin::tensor_info& { return f->tensor(name); };
     auto& W = m.weights;
-    W.emb = b.mat(T("emb.weight"), V, C);
-    W.ln0_w = b.vec(T("blocks.0.ln0.weight"), {C});
-    W.ln0_b = b.vec(T("blocks.0.ln0.bias"), {C});
-    W.ln_out_w = b.vec(T("ln_out.weight"), {C});
-    W.ln_out_b = b.vec(T("ln_out.bias"), {C});
-    W.head = b.mat(T("head.weight"), V, C);
+    W.range = opt.layers.resolved(hp.n_layer);
+    if (W.has_embedding()) {
+        W.emb = b.mat(T("emb.weight"), V, C);
+        W.ln0_w = b.vec(T("blocks.0.ln0.weight"), {C});
+        W.ln0_b = b.vec(T("blocks.0.ln0.bias"), {C});
+    }
+    if (W.has_head()) {
+        W.ln_out_w = b.vec(T("ln_out.weight"), {C});
+        W.ln_out_b = b.vec(T("ln_out.bias"), {C});
+        W.head = b.mat(T("head.weight"), V, C);
+    }
     // grown layer by layer: a hostile n_layer fails at the first missing tensor, never in an allocation
-    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+    for (std::size_t l = 0; l <= W.range.last(); ++l) {
         auto& L = W.layers.emplace_back();
+        if (l < W.range.first) continue; // another stage's layer
         const std::string p = "blocks." + std::to_string(l) + ".";
         L.ln1_w = b.vec(T(p + "ln1.weight"), {C});
         L.ln1_b = b.vec(T(p + "ln1.bias"), {C});
@@ -301,14 +309,20 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
         rwkv_tensor_binder b(m.owned);
         auto T = [&](const std::string& name) -> const gguf::tensor_info& { return f->tensor(name); };
         auto& W = m.weights;
-        W.emb = b.mat(T(names::token_embd), V, C);
-        W.ln0_w = b.vec(T(names::token_embd_norm_w), {C});
-        W.ln0_b = b.vec(T(names::token_embd_norm_b), {C});
-        W.ln_out_w = b.vec(T(names::output_norm_w), {C});
-        W.ln_out_b = b.vec(T(names::output_norm_b), {C});
-        W.head = b.mat(T(names::output), V, C);
-        for (std::size_t l = 0; l < hp.n_layer; ++l) { // grown layer by layer (see rwkv_load_bin)
+        W.range = opt.layers.resolved(hp.n_layer);
+        if (W.has_embedding()) {
+            W.emb = b.mat(T(names::token_embd), V, C);
+            W.ln0_w = b.vec(T(names::token_embd_norm_w), {C});
+            W.ln0_b = b.vec(T(names::token_embd_norm_b), {C});
+        }
+        if (W.has_head()) {
+            W.ln_out_w = b.vec(T(names::output_norm_w), {C});
+            W.ln_out_b = b.vec(T(names::output_norm_b), {C});
+            W.head = b.mat(T(names::output), V, C);
+        }
+        for (std::size_t l = 0; l <= W.range.last(); ++l) { // grown layer by layer (see rwkv_load_bin)
             auto& L = W.layers.emplace_back();
+            if (l < W.range.first) continue; // another stage's layer
             auto n = [&](const char* what) { return names::blk(l, what); };
             L.ln1_w = b.vec(T(n("attn_norm.weight")), {C});
             L.ln1_b = b.vec(T(n("attn_norm.bias")), {C});

@@ -15,6 +15,9 @@
 // equals one-token-at-a-time decoding up to float rounding of the GEMMs.
 // Every argument is checked before any state changes: a bad token id, sequence
 // id or state buffer throws argument_error and leaves all states as they were.
+//
+// A model loaded with a layer range (a pipeline stage) gives a session whose
+// states hold those layers only, driven by run_stage (distributed/pipeline.hpp).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -61,7 +64,7 @@ public:
             throw argument_error("max_sequences " + std::to_string(opt.max_sequences) + " is outside 1..65536");
         if (opt.prefill_chunk == 0) throw argument_error("prefill_chunk must be positive");
         pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, opt.n_threads));
-        spf_ = W_->hp.state_floats();
+        spf_ = W_->hp.state_floats_per_layer() * W_->stage().count; // a stage keeps its own layers' state
         states_ = memory_type(spf_, opt.max_sequences);
         ws_.reserve(W_->hp, std::max(opt.prefill_chunk, opt.max_sequences));
     }
@@ -79,6 +82,7 @@ public:
     /// tokens.size() x n_vocab floats (which == all), or n_vocab (which == last).
     void prefill(seq_id s, std::span<const std::int32_t> tokens, float* logits = nullptr,
                  rwkv_logits which = rwkv_logits::all) {
+        check_whole_model("prefill");
         check_seq(s);
         check_tokens(tokens);
         const std::size_t V = n_vocab();
@@ -103,6 +107,7 @@ public:
     /// One token for each of several distinct sequences, in one batch:
     /// logits (if not null) receives seqs.size() x n_vocab floats, in order.
     void decode(std::span<const seq_id> seqs, std::span<const std::int32_t> tokens, float* logits) {
+        check_whole_model("decode");
         runtime::check_decode_batch(seqs, tokens, opt_.max_sequences, n_vocab());
         const std::size_t n = seqs.size();
         if (n == 0) return;
@@ -129,6 +134,71 @@ public:
     void reset(seq_id s) {
         check_seq(s);
         states_.clear(std::size_t(s));
+    }
+    /// The same as reset (the decoder sessions' name).
+    void remove_sequence(seq_id s) { reset(s); }
+
+    // ---- pipeline stages (distributed/pipeline.hpp), as decoder_session's ----------
+    const rwkv_session_options& options() const noexcept { return opt_; }
+    layer_range layers() const noexcept { return W_->stage(); }
+    std::size_t n_layer() const noexcept { return W_->hp.n_layer; }
+    std::size_t n_embd() const noexcept { return W_->hp.n_embd; }
+    bool has_embedding() const noexcept { return W_->has_embedding(); }
+    bool has_head() const noexcept { return W_->has_head(); }
+    std::size_t chunk_rows() const noexcept { return opt_.prefill_chunk; }
+    std::size_t max_rows() const noexcept { return std::max(opt_.prefill_chunk, opt_.max_sequences); }
+    /// A recurrent state has no context limit.
+    std::size_t context_limit() const noexcept { return ~std::size_t(0); }
+    void check_feed(seq_id s, std::span<const std::int32_t> tokens) const {
+        check_seq(s);
+        if (has_embedding()) check_tokens(tokens);
+    }
+    void on_each_layer(void (*hook)(void*), void* context) noexcept {
+        hook_ = hook;
+        hook_context_ = context;
+    }
+    /// One pass of this session's layers over `groups` (distinct sequences, rows
+    /// concatenated), as decoder_session::run_stage: tokens at the first stage, x_in
+    /// elsewhere; x_out unless the stage ends the model; logits of rows
+    /// out_first .. out_first + out_n - 1 at the last stage (hidden: not kept by RWKV, null).
+    void run_stage(std::span<const stage_rows> groups, const std::int32_t* tokens, const float* x_in, float* x_out,
+                   std::size_t out_first, std::size_t out_n, float* logits, float* hidden = nullptr) {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+            check_seq(groups[i].seq);
+            for (std::size_t j = 0; j < i; ++j)
+                if (groups[j].seq == groups[i].seq)
+                    throw argument_error("run_stage: sequence " + std::to_string(groups[i].seq) + " appears twice in one pass");
+            if (groups[i].n == 0) throw argument_error("run_stage: a group of 0 rows");
+            n += groups[i].n;
+        }
+        if (n == 0) return;
+        if (n > max_rows())
+            throw argument_error("run_stage: " + std::to_string(n) + " rows in one pass, more than max_rows = " +
+                                 std::to_string(max_rows()));
+        if (out_first + out_n > n) throw argument_error("run_stage: output rows past the pass");
+        if (hidden) throw argument_error("run_stage: an RWKV stage gives logits, not hidden rows");
+        if (has_embedding()) {
+            if (!tokens) throw argument_error("run_stage: the first stage needs the tokens");
+            check_tokens(std::span<const std::int32_t>(tokens, n));
+        } else if (!x_in) {
+            throw argument_error("run_stage: stage " + layers().to_string() + " needs the previous stage's rows (x_in)");
+        }
+        if (!has_head() && !x_out)
+            throw argument_error("run_stage: stage " + layers().to_string() + " must pass its rows on (x_out)");
+        ws_.reserve(W_->hp, n);
+        segs_.clear();
+        std::size_t row = 0;
+        for (const auto& g : groups) {
+            segs_.push_back(rwkv_segment{state_ptr(g.seq), row, g.n});
+            row += g.n;
+        }
+        rows_.clear();
+        if (logits)
+            for (std::size_t i = 0; i < out_n; ++i) rows_.push_back(out_first + i);
+        rwkv_forward<Arch>(*W_, std::span<const rwkv_segment>(segs_), tokens, n, std::span<const std::size_t>(rows_),
+                           logits, ws_, pool_.get(), x_in, hook_, hook_context_);
+        if (!has_head()) std::memcpy(x_out, ws_.x.data(), n * n_embd() * sizeof(float));
     }
     /// dst continues exactly as src would (fork).
     void copy_sequence(seq_id src, seq_id dst) {
@@ -175,6 +245,11 @@ public:
 
 private:
     void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
+    void check_whole_model(const char* what) const {
+        if (!has_embedding() || !has_head())
+            throw argument_error(std::string(what) + ": this session holds layers " + layers().to_string() + " of " +
+                                 std::to_string(n_layer()) + " (a pipeline stage): run it with run_stage");
+    }
     void check_tokens(std::span<const std::int32_t> tokens) const { runtime::check_tokens(tokens, n_vocab()); }
     float* state_ptr(seq_id s) { return states_.state(std::size_t(s)); }
 
@@ -187,6 +262,8 @@ private:
     rwkv_workspace ws_;
     std::vector<rwkv_segment> segs_; ///< decode's batch description, kept to avoid per-token allocation
     std::vector<std::size_t> rows_;
+    void (*hook_)(void*) = nullptr; ///< on_each_layer
+    void* hook_context_ = nullptr;
 };
 
 /// A session over a loaded RWKV model (the model must outlive it).
