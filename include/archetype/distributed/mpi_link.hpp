@@ -3,10 +3,15 @@
 // and the frames that pass from stage to stage.
 //
 // How ranks wait: never in a blocking MPI call and never spinning. A wait tests
-// its request (MPI_Test drives Open MPI's progress engine), yields the core a
-// few times, then sleeps between tests, 5 µs doubling to 200 µs: a rank with
-// nothing to do leaves its core to the rank that computes (three ranks on two
-// cores), and a frame that arrives is seen within 200 µs. Every wait has a
+// its request (MPI_Test drives Open MPI's progress engine), yielding the core
+// between tests (sched_yield: a rank that computes on the same core runs
+// instead) 200 times, then sleeps between tests, 5 µs doubling to 50 µs (Linux
+// rounds a sleep up to its 50 µs timer slack): a rank with nothing to do leaves
+// its core to the rank that computes (three ranks on two cores). The yields
+// come first because a transfer in flight needs both ranks to test: without
+// the single-copy mechanism, 196 KB of logits cross shared memory in fragments,
+// each one a test on both sides (SmolLM2 decode over 2 ranks: 87-89 tok/s with
+// 20 yields and 200 µs sleeps, 88-93 with these; one rank: 108). Every wait has a
 // deadline: past it the wait throws distributed_error naming the rank, what it
 // waited for and for how long; the program then ends every rank with
 // MPI_Abort (never a hang when a rank dies or stops).
@@ -69,12 +74,12 @@ inline MPI_Status wait_for(MPI_Request& req, double timeout_s, int rank, const s
             throw distributed_error("rank " + std::to_string(rank) + ": no " + what + " within " +
                                     std::to_string(int(timeout_s)) +
                                     " s (a rank died or stopped answering; the wait's limit is --pipeline-timeout)");
-        if (yields < 20) {
+        if (yields < 200) {
             ++yields;
             sched_yield();
         } else {
             std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-            sleep_us = std::min(sleep_us * 2, 200L);
+            sleep_us = std::min(sleep_us * 2, 50L);
         }
     }
 }
