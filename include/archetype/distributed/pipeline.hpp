@@ -33,6 +33,14 @@
 // sequences; a split with a gap or an overlap, or any other difference, is a
 // distributed_error on every rank naming the ranks and the values. Every wait
 // has a deadline (timeout_s, mpi_link.hpp).
+// the C API only: Open MPI's and MPICH's deprecated C++ bindings stay out (they
+// warn under -Wextra and slow every translation unit that includes us)
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <algorithm>
