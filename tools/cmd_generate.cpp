@@ -85,7 +85,7 @@ int cmd_generate(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view o = argv[i];
         if (o == "--help" || o == "-h") {
-            std::printf("%s", generate_usage);
+            if (writes_output()) std::printf("%s", generate_usage); // under mpirun: rank 0 alone
             return 0;
         }
         if (o == "--chat") {

@@ -31,7 +31,7 @@
 #if ARCHETYPE_HAVE_MPI
 #include "archetype/distributed/layer_split.hpp"
 #include "archetype/distributed/pipeline.hpp"
-#include "pipeline_stats.hpp"
+#include "pipeline_rank.hpp"
 #endif
 
 namespace archetype::tools {
@@ -128,21 +128,11 @@ int logits_rwkv_pipeline(const logits_args& a) {
                                            : distributed::explicit_split(launch.layer_split, hp.n_layer, std::size_t(launch.size));
     }
     const layer_range own = split[std::size_t(launch.rank)];
-    std::fprintf(stderr, "archetype: rank %d of %d: layers %s\n", launch.rank, launch.size, own.to_string().c_str());
-    std::fflush(stderr);
+    say_share(own);
     const auto model = load_model<Arch>(a.model, {.group_norm_eps = a.group_norm_eps, .layers = own});
     auto stage = session(model, {.n_threads = a.threads, .max_sequences = 1});
-    distributed::pipeline_session pipe(stage, {.comm = MPI_COMM_WORLD, .timeout_s = launch.timeout_s,
-                                               .micro_batch = launch.micro_batch});
-    if (!pipe.is_driver()) {
-        pipe.serve();
-        report_pipeline_stats(pipe, 0); // RWKV views: weights not counted
-        return 0;
-    }
-    const int rc = write_rwkv_logits(pipe, a);
-    pipe.stop();
-    report_pipeline_stats(pipe, 0);
-    return rc;
+    // RWKV weights are views of the file: not counted
+    return run_pipelined(stage, 0, [&](auto& pipe) { return write_rwkv_logits(pipe, a); });
 }
 #endif
 
@@ -164,7 +154,7 @@ int cmd_logits(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view o = argv[i];
         if (o == "--help" || o == "-h") {
-            std::printf("%s", logits_usage);
+            if (writes_output()) std::printf("%s", logits_usage); // under mpirun: rank 0 alone
             return 0;
         }
         if (i + 1 >= argc) throw argument_error("option '" + std::string(o) + "' needs a value");

