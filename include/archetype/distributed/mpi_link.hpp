@@ -81,7 +81,8 @@ inline MPI_Status wait_for(MPI_Request& req, double timeout_s, int rank, const s
         if (clock::now() > deadline)
             throw distributed_error("rank " + std::to_string(rank) + ": no " + what + " within " +
                                     std::to_string(int(timeout_s)) +
-                                    " s (a rank died or stopped answering; the wait's limit is --pipeline-timeout)");
+                                    " s (a rank died or stopped answering; the limit is pipeline_options::timeout_s, "
+                                    "archetype's --pipeline-timeout)");
         if (yields < 200) {
             ++yields;
             sched_yield();
