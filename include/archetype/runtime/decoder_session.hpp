@@ -222,34 +222,11 @@ public:
     /// prefill (one chunk) and decode give.
     void run_stage(std::span<const stage_rows> groups, const std::int32_t* tokens, const float* x_in, float* x_out,
                    std::size_t out_first, std::size_t out_n, float* logits, float* hidden = nullptr) {
-        std::size_t n = 0;
-        for (std::size_t i = 0; i < groups.size(); ++i) {
-            const auto& g = groups[i];
-            check_seq(g.seq);
-            for (std::size_t j = 0; j < i; ++j)
-                if (groups[j].seq == g.seq)
-                    throw argument_error("run_stage: sequence " + std::to_string(g.seq) + " appears twice in one pass");
-            if (g.n == 0 || g.n > chunk_)
-                throw argument_error("run_stage: " + std::to_string(g.n) + " rows of sequence " + std::to_string(g.seq) +
-                                     " in one pass; 1.." + std::to_string(chunk_) + " (chunk_rows)");
-            check_room(std::size_t(g.seq), g.n);
-            n += g.n;
-        }
+        const std::size_t n = runtime::check_stage_pass(groups, opt_.max_sequences, chunk_, rows_, out_first, out_n,
+                                                        range_, n_layer(), tokens, x_in, x_out);
         if (n == 0) return;
-        if (n > rows_)
-            throw argument_error("run_stage: " + std::to_string(n) + " rows in one pass, more than max_rows = " +
-                                 std::to_string(rows_));
-        if (out_first + out_n > n)
-            throw argument_error("run_stage: output rows " + std::to_string(out_first) + ".." +
-                                 std::to_string(out_first + out_n) + " of a pass of " + std::to_string(n));
-        if (m_->has_embedding()) {
-            if (!tokens) throw argument_error("run_stage: the first stage needs the tokens");
-            check_tokens(std::span<const std::int32_t>(tokens, n));
-        } else if (!x_in) {
-            throw argument_error("run_stage: stage " + range_.to_string() + " needs the previous stage's rows (x_in)");
-        }
-        if (!m_->has_head() && !x_out)
-            throw argument_error("run_stage: stage " + range_.to_string() + " must pass its rows on (x_out)");
+        for (const auto& g : groups) check_room(std::size_t(g.seq), g.n);
+        if (m_->has_embedding()) check_tokens(std::span<const std::int32_t>(tokens, n));
         groups_.clear();
         std::size_t row = 0;
         for (const auto& g : groups) {
@@ -295,12 +272,7 @@ private:
     };
 
     void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
-    void check_whole_model(const char* what) const {
-        if (!m_->has_embedding() || !m_->has_head())
-            throw argument_error(std::string(what) + ": this session holds layers " + range_.to_string() + " of " +
-                                 std::to_string(m_->hparams().dims.n_layer) +
-                                 " (a pipeline stage): run it with run_stage (distributed/pipeline.hpp)");
-    }
+    void check_whole_model(const char* what) const { runtime::check_whole_model(what, range_, n_layer()); }
     void check_tokens(std::span<const std::int32_t> t) const { runtime::check_tokens(t, n_vocab()); }
     void check_room(std::size_t s, std::size_t n) const {
         const auto end = std::size_t(cache_.n_past(s)) + n;

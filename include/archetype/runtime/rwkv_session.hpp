@@ -163,29 +163,11 @@ public:
     /// out_first .. out_first + out_n - 1 at the last stage (hidden: not kept by RWKV, null).
     void run_stage(std::span<const stage_rows> groups, const std::int32_t* tokens, const float* x_in, float* x_out,
                    std::size_t out_first, std::size_t out_n, float* logits, float* hidden = nullptr) {
-        std::size_t n = 0;
-        for (std::size_t i = 0; i < groups.size(); ++i) {
-            check_seq(groups[i].seq);
-            for (std::size_t j = 0; j < i; ++j)
-                if (groups[j].seq == groups[i].seq)
-                    throw argument_error("run_stage: sequence " + std::to_string(groups[i].seq) + " appears twice in one pass");
-            if (groups[i].n == 0) throw argument_error("run_stage: a group of 0 rows");
-            n += groups[i].n;
-        }
-        if (n == 0) return;
-        if (n > max_rows())
-            throw argument_error("run_stage: " + std::to_string(n) + " rows in one pass, more than max_rows = " +
-                                 std::to_string(max_rows()));
-        if (out_first + out_n > n) throw argument_error("run_stage: output rows past the pass");
         if (hidden) throw argument_error("run_stage: an RWKV stage gives logits, not hidden rows");
-        if (has_embedding()) {
-            if (!tokens) throw argument_error("run_stage: the first stage needs the tokens");
-            check_tokens(std::span<const std::int32_t>(tokens, n));
-        } else if (!x_in) {
-            throw argument_error("run_stage: stage " + layers().to_string() + " needs the previous stage's rows (x_in)");
-        }
-        if (!has_head() && !x_out)
-            throw argument_error("run_stage: stage " + layers().to_string() + " must pass its rows on (x_out)");
+        const std::size_t n = runtime::check_stage_pass(groups, opt_.max_sequences, max_rows(), max_rows(), out_first,
+                                                        out_n, layers(), n_layer(), tokens, x_in, x_out);
+        if (n == 0) return;
+        if (has_embedding()) check_tokens(std::span<const std::int32_t>(tokens, n));
         ws_.reserve(W_->hp, n);
         segs_.clear();
         std::size_t row = 0;
@@ -245,11 +227,7 @@ public:
 
 private:
     void check_seq(seq_id s) const { runtime::check_sequence(s, opt_.max_sequences); }
-    void check_whole_model(const char* what) const {
-        if (!has_embedding() || !has_head())
-            throw argument_error(std::string(what) + ": this session holds layers " + layers().to_string() + " of " +
-                                 std::to_string(n_layer()) + " (a pipeline stage): run it with run_stage");
-    }
+    void check_whole_model(const char* what) const { runtime::check_whole_model(what, layers(), n_layer()); }
     void check_tokens(std::span<const std::int32_t> tokens) const { runtime::check_tokens(tokens, n_vocab()); }
     float* state_ptr(seq_id s) { return states_.state(std::size_t(s)); }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "archetype/core/error.hpp"
+#include "archetype/models/layer_range.hpp"
 
 namespace archetype {
 
@@ -61,6 +62,50 @@ inline void check_decode_batch(std::span<const seq_id> seqs, std::span<const std
                 throw argument_error("decode: sequence " + std::to_string(seqs[i]) +
                                      " appears twice in one batch (feed several tokens of one sequence with prefill)");
     }
+}
+
+/// The decoder and RWKV sessions' whole-model calls (prefill, decode) on a pipeline
+/// stage: refused, naming the stage's layers.
+inline void check_whole_model(const char* what, const layer_range& r, std::size_t n_layer) {
+    if (!r.starts_model() || !r.ends_model(n_layer))
+        throw argument_error(std::string(what) + ": this session holds layers " + r.to_string() + " of " +
+                             std::to_string(n_layer) + " (a pipeline stage): run it with run_stage (distributed/pipeline.hpp)");
+}
+
+/// One pass of a pipeline stage (run_stage of the decoder and RWKV sessions): distinct
+/// known sequences of 1..max_group rows each, at most max_rows in all, output rows
+/// inside the pass, and the rows in and out that the stage's place in the model needs
+/// (tokens at the first stage, x_in elsewhere; x_out unless it ends the model). The
+/// rows in all.
+inline std::size_t check_stage_pass(std::span<const stage_rows> groups, std::size_t max_sequences, std::size_t max_group,
+                                    std::size_t max_rows, std::size_t out_first, std::size_t out_n,
+                                    const layer_range& r, std::size_t n_layer, const void* tokens, const float* x_in,
+                                    const float* x_out) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const auto& g = groups[i];
+        check_sequence(g.seq, max_sequences);
+        for (std::size_t j = 0; j < i; ++j)
+            if (groups[j].seq == g.seq)
+                throw argument_error("run_stage: sequence " + std::to_string(g.seq) + " appears twice in one pass");
+        if (g.n == 0 || g.n > max_group)
+            throw argument_error("run_stage: " + std::to_string(g.n) + " rows of sequence " + std::to_string(g.seq) +
+                                 " in one pass; 1.." + std::to_string(max_group) + " (chunk_rows)");
+        n += g.n;
+    }
+    if (n > max_rows)
+        throw argument_error("run_stage: " + std::to_string(n) + " rows in one pass, more than max_rows = " +
+                             std::to_string(max_rows));
+    if (out_first + out_n > n)
+        throw argument_error("run_stage: output rows " + std::to_string(out_first) + ".." +
+                             std::to_string(out_first + out_n) + " of a pass of " + std::to_string(n));
+    if (n == 0) return 0;
+    if (r.starts_model() && !tokens) throw argument_error("run_stage: the first stage needs the tokens");
+    if (!r.starts_model() && !x_in)
+        throw argument_error("run_stage: stage " + r.to_string() + " needs the previous stage's rows (x_in)");
+    if (!r.ends_model(n_layer) && !x_out)
+        throw argument_error("run_stage: stage " + r.to_string() + " must pass its rows on (x_out)");
+    return n;
 }
 
 } // namespace runtime
