@@ -26,10 +26,12 @@ struct problem {
     std::int64_t window = 0; // 0: causal only
     bool bias = false, half = false;
     std::int64_t sink = 0;   // with a window: keys before it stay visible
+    float softcap = 0.f;     // scores softcap * tanh(s / softcap) (Gemma 2)
 };
 
 // Query row i sits at position n_kv - n_q + i; key j at position j (a cache plus the block).
-void check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
+// Returns the kernel's output.
+std::vector<float> check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
     const std::size_t qw = pr.n_head * pr.hd, kw = pr.n_head_kv * pr.hd;
     auto q = kt::random_vec(pr.n_q * qw, seed);
     auto kf = kt::random_vec(pr.n_kv * kw, seed + 1);
@@ -59,6 +61,7 @@ void check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
     p.n_head_kv = pr.n_head_kv;
     p.head_dim = pr.hd;
     p.scale = 1.f / std::sqrt(float(pr.hd));
+    p.softcap = pr.softcap;
     p.q = q.data();
     p.ldq = qw;
     p.n_q = pr.n_q;
@@ -101,10 +104,11 @@ void check(const problem& pr, archetype::thread_pool* pool, unsigned seed) {
     k::reference::attention(pr_, visible);
     BOOST_TEST_CONTEXT("heads " << pr.n_head << "/" << pr.n_head_kv << " hd " << pr.hd << " n_q " << pr.n_q << " n_kv "
                                 << pr.n_kv << " window " << pr.window << " sink " << pr.sink << " bias " << pr.bias
-                                << " half " << pr.half) {
+                                << " half " << pr.half << " softcap " << pr.softcap) {
         BOOST_TEST(kt::nmse(out, ref) < 1e-11);
         BOOST_TEST(by_span == out); // spans: bitwise what the predicate gives
     }
+    return out;
 }
 } // namespace
 
@@ -130,6 +134,29 @@ BOOST_AUTO_TEST_CASE(prefill_and_decode_match_the_reference) {
                     check({6, 2, 64, 130, 300, window, bias, half, sink}, &pool, seed++);
                 }
             }
+}
+
+// Soft-capped scores (Gemma 2's attn_logit_softcapping) on every path: decode chunks,
+// prefill spans and predicates, with and without a bias; a cap small against the
+// scores changes the output, a huge one leaves it as uncapped (tanh(x) ~ x).
+BOOST_AUTO_TEST_CASE(soft_capped_scores_match_the_reference) {
+    archetype::thread_pool pool(2);
+    unsigned seed = 500;
+    for (bool bias : {false, true})
+        for (std::int64_t window : {std::int64_t(0), std::int64_t(37)}) {
+            for (const problem& base : {problem{9, 3, 64, 1, 700, window, bias}, problem{6, 2, 48, 130, 300, window, bias},
+                                        problem{6, 2, 64, 17, 17, window, bias}}) {
+                problem capped = base, loose = base;
+                capped.softcap = 0.05f;
+                loose.softcap = 1e6f;
+                const auto plain = check(base, &pool, seed);
+                const auto bent = check(capped, &pool, seed);
+                const auto same = check(loose, &pool, seed);
+                ++seed;
+                BOOST_TEST(kt::nmse(bent, plain) > 1e-6);
+                BOOST_TEST(kt::nmse(same, plain) < 1e-11);
+            }
+        }
 }
 
 BOOST_AUTO_TEST_CASE(half_store_equals_float_store_of_the_rounded_values) {

@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(a_stray_tensor_is_refused_by_name) {
     gguf::writer w;
     for (const auto& e : f.metadata()) w.set(e.key, e.value);
     for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data);
-    const std::size_t E = f.tensor("blk.0.attn_norm.weight").ne[0];
+    const std::size_t E = f.tensor("output_norm.weight").ne[0];
     const std::vector<float> extra(E, 0.5f);
     w.add_tensor("blk.1.attn_output.bias_stray", ggml_type::F32, {E}, extra);
     const auto path =

@@ -265,6 +265,19 @@ SMOLLM3_NO_ROPE_STEP = 4
 # build_alibi_tensor slopes (2^(-8/n))^(h+1): for 4 heads 2^-2, 2^-4, 2^-6, 2^-8.
 BLOOM_MAX_ALIBI_BIAS = 8.0
 
+# Gemma 2: window 8 on layers 0 and 2 (transformers' default layer_types alternate sliding /
+# full; llama.cpp's gemma2 pattern period 2: il % 2 < 1 windowed). The final cap is Gemma 2's
+# own 30, which bends the tiny model's logits (up to ~100 uncapped) without flattening most of
+# them; the attention cap is small enough to bend its scores (the checks assert that each matters).
+GEMMA2_SLIDING_WINDOW = 8
+GEMMA2_ATTN_SOFTCAP = 4.0
+GEMMA2_FINAL_SOFTCAP = 30.0
+
+# Granite's four multipliers, all away from 1 and from 1/sqrt(head_dim) (0.25), so that a
+# loader that drops any one of them is caught (the checks assert it).
+GRANITE_MULTIPLIERS = dict(embedding_multiplier=1.7, residual_multiplier=0.6,
+                           attention_multiplier=0.11, logits_scaling=2.5)
+
 
 @dataclasses.dataclass
 class Family:
@@ -294,6 +307,9 @@ class Family:
     bloom_qkv: bool = False                # the converter reorders BLOOM's per-head [q, k, v] rows to Q|K|V
     longrope: bool = False                 # Phi-3 LongRoPE: rope_factors_{short,long}, attn_factor checks
     no_rope_layer_step: int | None = None  # SmolLM3 NoPE: layer il skips RoPE iff (il + 1) % step == 0
+    norm_plus_one: bool = False            # Gemma: the converter writes norm weights as 1 + w
+    softcaps: bool = False                 # Gemma 2: check that both soft caps change the logits
+    multipliers: bool = False              # Granite: check that the multipliers change the logits
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
@@ -302,6 +318,9 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
                              ffn: str = "swiglu", rope_freq_factors: bool = True,
                              rope_factors: str | None = None, rope_attn_factor: bool = True,
                              no_rope_layer_step: int | None = None,
+                             norm_place: str = "pre", qk_norm_whole: bool = False,
+                             window_period: int | None = None, scaled_embedding: bool = False,
+                             softcaps: bool | str = True, multipliers: bool = True,
                              stats: dict[str, Any] | None = None) -> np.ndarray:
     """float64 reference for a pre-norm decoder (Llama/Qwen2/Qwen3/Mistral/Qwen3-MoE/StableLM/
     StarCoder2 shape): norm, RoPE, causal GQA attention with optional q/k/v/o biases, MLP,
@@ -341,7 +360,24 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
       rope_attn_factor  cos and sin are multiplied by {arch}.rope.scaling.attn_factor when the
                       GGUF has that key (LongRoPE's attention factor); False ignores it.
       no_rope_layer_step  layer il applies no RoPE iff (il + 1) % step == 0 (SmolLM3 NoPE;
-                      llama.cpp's rule); None: RoPE in every layer."""
+                      llama.cpp's rule); None: RoPE in every layer.
+      norm_place      "pre": x + f(norm(x)) (attn_norm, ffn_norm); "sandwich": x + post(f(pre(x)))
+                      with post_attention_norm / post_ffw_norm too (Gemma 2); "post": x + post(f(x)),
+                      no attn_norm / ffn_norm (OLMo 2).
+      qk_norm_whole   RMSNorm of the whole q (n_head*hd) and k (n_head_kv*hd) projection rows,
+                      weights attn_q_norm / attn_k_norm of those widths, before RoPE (OLMo 2).
+      window_period   with a sliding window: layer il is windowed iff il % period < period - 1,
+                      the others global (llama.cpp's set_swa_pattern; Gemma 2: 2); None: every layer.
+      scaled_embedding  the embedding rows times sqrt(n_embd) (Gemma).
+      softcaps        apply {arch}.attn_logit_softcapping (scores: c tanh(s / c) after the scale,
+                      before the mask) and {arch}.final_logit_softcapping (logits) when the GGUF
+                      has them (Gemma 2); False ignores both, "attn_off" / "final_off" one (used
+                      to show that each matters).
+      multipliers     apply Granite's {arch}.embedding_scale (embedding times it),
+                      {arch}.residual_scale (each sublayer output times it before the residual
+                      add), {arch}.attention.scale (instead of 1/sqrt(hd)) and {arch}.logit_scale
+                      (logits divided by it) when the GGUF has them; False ignores all four.
+      ffn "geglu"     down(gelu_tanh(gate(h)) * up(h)) (Gemma)."""
     used: set[str] = set()
 
     def f64(n):
@@ -367,7 +403,15 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
     assert 0 < n_rot <= hd and n_rot % 2 == 0, (n_rot, hd)
     n = len(ids)
     has_qk_norm = "blk.0.attn_q_norm.weight" in tensors or "blk.0.attn_k_norm.weight" in tensors
-    assert has_qk_norm == qk_norm, f"qk_norm={qk_norm} but attn_q/k_norm tensors present: {has_qk_norm}"
+    assert has_qk_norm == (qk_norm or qk_norm_whole), f"qk_norm={qk_norm} but attn_q/k_norm tensors present: {has_qk_norm}"
+    def meta_f(key):
+        return float(meta[key]) if key in meta else None
+    attn_softcap = meta_f(f"{arch}.attn_logit_softcapping") if softcaps in (True, "final_off") else None
+    final_softcap = meta_f(f"{arch}.final_logit_softcapping") if softcaps in (True, "attn_off") else None
+    emb_mul = meta_f(f"{arch}.embedding_scale") if multipliers else None
+    res_mul = meta_f(f"{arch}.residual_scale") if multipliers else None
+    attn_mul = meta_f(f"{arch}.attention.scale") if multipliers else None
+    logit_div = meta_f(f"{arch}.logit_scale") if multipliers else None
 
     def rms(x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
@@ -462,14 +506,26 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
         return out
 
     qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
-    visible = ki <= qi
-    if sliding_window is not None:
-        visible &= (qi - ki) < sliding_window
-    mask = np.where(visible, 0.0, -np.inf)
+    causal = ki <= qi
+    windowed = causal & ((qi - ki) < sliding_window) if sliding_window is not None else causal
     x = f64("token_embd.weight")[np.asarray(ids)]
+    if scaled_embedding:
+        x = x * np.sqrt(n_embd)
+    if emb_mul is not None:
+        x = x * emb_mul
+    assert norm_place in ("pre", "sandwich", "post"), norm_place
+
+    def residual(x, y, post_name):
+        if norm_place != "pre":
+            y = block_norm(y, post_name)
+        if res_mul is not None:
+            y = y * res_mul
+        return x + y
     for il in range(n_layer):
         p = f"blk.{il}."
-        h = block_norm(x, p + "attn_norm")
+        layer_windowed = window_period is None or il % window_period < window_period - 1
+        mask = np.where(windowed if layer_windowed else causal, 0.0, -np.inf)
+        h = block_norm(x, p + "attn_norm") if norm_place != "post" else x
         if p + "attn_qkv.weight" in tensors:
             assert p + "attn_q.weight" not in tensors, "both attn_qkv and attn_q"
             qkv = lin(h, p + "attn_qkv")
@@ -484,6 +540,9 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
         if qk_norm:
             q = rms(q, f64(p + "attn_q_norm.weight"))
             k = rms(k, f64(p + "attn_k_norm.weight"))
+        if qk_norm_whole:
+            q = rms(q.reshape(n, n_head * hd), f64(p + "attn_q_norm.weight")).reshape(n, n_head, hd)
+            k = rms(k.reshape(n, n_head_kv * hd), f64(p + "attn_k_norm.weight")).reshape(n, n_head_kv, hd)
         if no_rope_layer_step is None or (il + 1) % no_rope_layer_step != 0:
             q, k = rope(q), rope(k)
         if p + "attn_qkv.weight" not in tensors:
@@ -492,30 +551,40 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
         o = np.empty((n, n_head, hd))
         for hh in range(n_head):
             kv = hh // group
-            s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
+            s = q[:, hh, :] @ k[:, kv, :].T * (attn_mul if attn_mul is not None else 1.0 / np.sqrt(hd))
+            if attn_softcap is not None:
+                s = attn_softcap * np.tanh(s / attn_softcap)
+            s = s + mask
             s = np.exp(s - s.max(axis=-1, keepdims=True))
             s /= s.sum(axis=-1, keepdims=True)
             o[:, hh, :] = s @ v[:, kv, :]
-        x = x + lin(o.reshape(n, n_head * hd), p + "attn_output")
-        h = block_norm(x, p + "ffn_norm")
+        x = residual(x, lin(o.reshape(n, n_head * hd), p + "attn_output"), p + "post_attention_norm")
+        h = block_norm(x, p + "ffn_norm") if norm_place != "post" else x
         if ffn == "swiglu":
             g, u = lin(h, p + "ffn_gate"), lin(h, p + "ffn_up")
-            x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
+            y = lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
+        elif ffn == "geglu":
+            y = lin(gelu_tanh(lin(h, p + "ffn_gate")) * lin(h, p + "ffn_up"), p + "ffn_down")
         elif ffn == "gelu":
-            x = x + lin(gelu_tanh(lin(h, p + "ffn_up")), p + "ffn_down")
+            y = lin(gelu_tanh(lin(h, p + "ffn_up")), p + "ffn_down")
         elif ffn == "swiglu_fused":
             gu = lin(h, p + "ffn_up")
             n_ff = int(meta[f"{arch}.feed_forward_length"])
             assert gu.shape[1] == 2 * n_ff, (gu.shape, n_ff)
             g, u = gu[:, :n_ff], gu[:, n_ff:]
-            x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
+            y = lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
         elif ffn == "moe":
-            x = x + moe(h, p)
+            y = moe(h, p)
         else:
             raise ValueError(ffn)
+        x = residual(x, y, p + "post_ffw_norm")
     x = block_norm(x, "output_norm")
     head = "output" if "output.weight" in tensors else "token_embd"
     logits = lin(x, head)
+    if logit_div is not None:
+        logits = logits / logit_div
+    if final_softcap is not None:
+        logits = final_softcap * np.tanh(logits / final_softcap)
     unused = sorted(set(tensors) - used)
     assert not unused, f"GGUF tensors not used by the numpy forward: {unused}"
     if stats is not None and margins:
@@ -970,6 +1039,98 @@ FAMILIES: dict[str, Family] = {
         numpy_options={"positions": "alibi"},
         bloom_qkv=True,
     ),
+    "gemma2": Family(
+        config_cls=_transformers_class("Gemma2Config"),
+        model_cls=_transformers_class("Gemma2ForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            query_pre_attn_scalar=16,                    # llama.cpp: 1/sqrt(key_length) unless 46 layers
+            hidden_activation="gelu_pytorch_tanh", max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, tie_word_embeddings=True,
+            sliding_window=GEMMA2_SLIDING_WINDOW, layer_types=None,   # default: sliding, full, sliding, full
+            attn_logit_softcapping=GEMMA2_ATTN_SOFTCAP, final_logit_softcapping=GEMMA2_FINAL_SOFTCAP,
+            attention_bias=False, attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # Gemma's norm weights w (used as 1 + w): 1 + 0.3 randn
+        converter_class=("conversion.gemma", "Gemma2Model"),
+        gguf_arch="gemma2",
+        llama_arch_enum="LLM_ARCH_GEMMA2",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight",
+            "blk.{bid}.attn_v.weight", "blk.{bid}.attn_output.weight", "blk.{bid}.post_attention_norm.weight",
+            "blk.{bid}.ffn_norm.weight", "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight",
+            "blk.{bid}.ffn_down.weight", "blk.{bid}.post_ffw_norm.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"ffn": "geglu", "norm_place": "sandwich", "window_period": 2, "scaled_embedding": True},
+        sliding_window=GEMMA2_SLIDING_WINDOW,
+        norm_plus_one=True,
+        softcaps=True,
+    ),
+    "olmo2": Family(
+        config_cls=_transformers_class("Olmo2Config"),
+        model_cls=_transformers_class("Olmo2ForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            hidden_act="silu", max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.olmo", "Olmo2Model"),
+        gguf_arch="olmo2",
+        llama_arch_enum="LLM_ARCH_OLMO2",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_q_norm.weight", "blk.{bid}.attn_k_norm.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.post_attention_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+            "blk.{bid}.post_ffw_norm.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"norm_place": "post", "qk_norm_whole": True},
+    ),
+    "granite": Family(
+        config_cls=_transformers_class("GraniteConfig"),
+        model_cls=_transformers_class("GraniteForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            hidden_act="silu", max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+            attention_dropout=0.0,
+            **GRANITE_MULTIPLIERS,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.granite", "GraniteModel"),
+        gguf_arch="granite",
+        llama_arch_enum="LLM_ARCH_GRANITE",
+        rope_style="norm",                           # GraniteModel is a LlamaModel: q/k rows permuted
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        gguf_qk_permuted=True,
+        multipliers=True,
+    ),
 }
 
 
@@ -1291,6 +1452,14 @@ def main() -> None:
             split += 1
         assert split == n_layer, split
         print(f"compared {split} experts.gate_up_proj split into gate (first half of dim 1) and up")
+    if fam.norm_plus_one:
+        # Gemma's RMSNorm multiplies by (1 + w); the converter stores 1 + w (Gemma2Model.modify_tensors)
+        shifted = 0
+        for k in sd:
+            if k.endswith("norm.weight"):
+                sd[k] = sd[k] + np.float32(1.0)
+                shifted += 1
+        print(f"compared {shifted} norm weights as 1 + w")
     for name in fam.gguf_generated_tensors:
         assert name in tensors, f"{name} not in the GGUF"
     assert len(sd) == len(tensors) - len(fam.gguf_generated_tensors), (len(sd), len(tensors))
@@ -1492,6 +1661,21 @@ def main() -> None:
             assert min(all_rope.values()) > 1e-2, all_rope
             extra_checks["numpy_float64_with_rope_in_every_layer_vs_transformers_max_abs_diff"] = {
                 str(n): d for n, d in all_rope.items()}
+        for flag, option, value, what in ((fam.softcaps, "softcaps", "attn_off", "attention soft cap"),
+                                          (fam.softcaps, "softcaps", "final_off", "final soft cap"),
+                                          (fam.multipliers, "multipliers", False, "multipliers")):
+            if not flag:
+                continue
+            # the file's keys really change the model: without them the reference must differ
+            off = {}
+            for n, ids in PROMPTS.items():
+                ref = fam.numpy_forward(tensors, meta, arch, ids, fam.rope_style, qk_norm=fam.qk_norm,
+                                        sliding_window=window, **{option: value}, **fam.numpy_options)
+                off[n] = float(np.abs(ref - logits[n].astype(np.float64)).max())
+                print(f"  the same WITHOUT the {what}, n={n}: max |diff| {off[n]:.3e}")
+            assert min(off.values()) > 1e-2, off
+            extra_checks[f"numpy_float64_without_{what.replace(' ', '_')}_vs_transformers_max_abs_diff"] = {
+                str(n): d for n, d in off.items()}
         if fam.numpy_options.get("positions") == "alibi":
             no_alibi = {}
             for n, ids in PROMPTS.items():

@@ -2,7 +2,8 @@
 // Scaled dot-product attention for a block of query rows against a set of
 // key/value rows, per head, with grouped-query head mapping:
 //
-//   out[i, h] = softmax_j( scale * q[i, h] . k[j, g(h)] + bias[h, i, j] , j visible from i ) . v[j, g(h)]
+//   out[i, h] = softmax_j( cap(scale * q[i, h] . k[j, g(h)]) + bias[h, i, j] , j visible from i ) . v[j, g(h)]
+//   cap(s) = s, or softcap * tanh(s / softcap) when params.softcap != 0 (Gemma 2)
 //   g(h) = h / (n_head / n_head_kv)   (consecutive query heads share a key/value head)
 //
 // The kernel knows no model: which key a query may see is a predicate over
@@ -40,6 +41,9 @@ namespace archetype::kernels {
 struct attention_params {
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.f;
+    // soft cap of the scaled scores before bias and mask: s = softcap * tanh(s / softcap)
+    // (Gemma 2); 0 = none
+    float softcap = 0.f;
     // queries [n_q rows], head h of row i at q + i*ldq + h*head_dim
     const float* q = nullptr;
     std::size_t ldq = 0, n_q = 0;
@@ -224,10 +228,16 @@ inline void values(const attention_params& p, const float* P, std::size_t m, std
         pv(P, n, m, n, p.v + off, p.ldkv, o, ldo, p.head_dim, row_n);
 }
 
-/// row[j] = row[j] * scale (+ b[j]) for j in [a, e): a loop of its own vectorises (the
-/// mask, a predicate call per key, comes after it).
-inline void scale_scores(float* row, std::size_t a, std::size_t e, float scale, const float* b) noexcept {
-    if (b)
+/// A scaled score through the soft cap (cap 0: unchanged).
+inline float capped(float s, float cap) noexcept { return cap != 0.f ? cap * std::tanh(s / cap) : s; }
+
+/// row[j] = row[j] * scale (+ b[j]) for j in [a, e), the scaled score soft-capped first
+/// when cap != 0: a loop of its own vectorises (the mask, a predicate call per key,
+/// comes after it).
+inline void scale_scores(float* row, std::size_t a, std::size_t e, float scale, const float* b, float cap) noexcept {
+    if (cap != 0.f)
+        for (std::size_t j = a; j < e; ++j) row[j] = capped(row[j] * scale, cap) + (b ? b[j] : 0.f);
+    else if (b)
         for (std::size_t j = a; j < e; ++j) row[j] = row[j] * scale + b[j];
     else
         for (std::size_t j = a; j < e; ++j) row[j] *= scale;
@@ -283,13 +293,13 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
             if constexpr (std::is_same_v<std::decay_t<Bias>, no_bias>) {
                 // the common case as two simple loops (the scaling vectorises; the mask
                 // is a predicate call per key): 1-2% of a decode step at depth 2048
-                scale_scores(row, 0, nc, p.scale, b);
+                scale_scores(row, 0, nc, p.scale, b, p.softcap);
                 for (std::size_t j = 0; j < nc; ++j)
                     if (!visible(std::size_t(0), j0 + j)) row[j] = neg_inf;
             } else {
                 for (std::size_t j = 0; j < nc; ++j)
                     row[j] = visible(std::size_t(0), j0 + j)
-                                 ? row[j] * p.scale + (b ? b[j] : 0.f) + pos_bias(h0 + r, std::size_t(0), j0 + j)
+                                 ? capped(row[j] * p.scale, p.softcap) + (b ? b[j] : 0.f) + pos_bias(h0 + r, std::size_t(0), j0 + j)
                                  : neg_inf;
             }
             const softmax_part sp = softmax_unnormalised(row, nc);
@@ -379,7 +389,7 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                     row_n = nullptr; // this block's rows go the predicate way: all keys to P.V
                 } else {
                     const std::size_t a = std::clamp(sp.lo, lo, hi) - lo, e = std::max(std::clamp(sp.hi, lo, hi) - lo, a);
-                    detail::scale_scores(row, a, e, p.scale, b);
+                    detail::scale_scores(row, a, e, p.scale, b, p.softcap);
                     std::fill(row, row + a, neg_inf);
                     std::fill(row + e, row + n, neg_inf);
                     if (row_n) row_n[r] = e;
@@ -389,12 +399,12 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
             }
             if constexpr (std::is_same_v<std::decay_t<Bias>, no_bias>) {
                 // as in attention_decode: the scaling as its own loop vectorises
-                detail::scale_scores(row, 0, n, p.scale, b);
+                detail::scale_scores(row, 0, n, p.scale, b, p.softcap);
                 for (std::size_t j = 0; j < n; ++j)
                     if (!visible(i, lo + j)) row[j] = neg_inf;
             } else {
                 for (std::size_t j = 0; j < n; ++j)
-                    row[j] = visible(i, lo + j) ? row[j] * p.scale + (b ? b[j] : 0.f) + pos_bias(h, i, lo + j) : neg_inf;
+                    row[j] = visible(i, lo + j) ? detail::capped(row[j] * p.scale, p.softcap) + (b ? b[j] : 0.f) + pos_bias(h, i, lo + j) : neg_inf;
             }
             softmax(row, n);
         }

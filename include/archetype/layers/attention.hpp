@@ -1,6 +1,6 @@
 #pragma once
 // The self-attention block of a transformer layer at run time, apart from the
-// cache: the Q/K/V projections (+ optional biases), the per-head QK RMSNorm,
+// cache: the Q/K/V projections (+ optional biases), the QK RMSNorm (per head or over the row),
 // RoPE, and the output projection. Where keys and values come from (a cache,
 // a ring, the chunk itself) is the runtime's business; the scaled-dot-product
 // part is kernels::attention.
@@ -21,13 +21,15 @@ namespace archetype::layers {
 struct attention_weights {
     kernels::weight_view wq{}, wk{}, wv{}, wo{};
     const float* bq = nullptr; const float* bk = nullptr; const float* bv = nullptr; const float* bo = nullptr;
-    const float* q_norm = nullptr; // [head_dim] per-head RMSNorm weight of Q (QK-norm), or null
-    const float* k_norm = nullptr;
+    const float* q_norm = nullptr; // RMSNorm weight of Q (QK-norm), or null: [head_dim] per head,
+    const float* k_norm = nullptr; // or the whole projection row when qk_norm_whole (K: [kv_width])
+    bool qk_norm_whole = false;    // OLMo 2: one RMSNorm over all heads of a row
 };
 
 struct attention_dims {
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.f;  // usually 1/sqrt(head_dim)
+    float softcap = 0.f; // scores soft-capped (kernels::attention_params::softcap); 0 = none
     float norm_eps = 1e-5f;
     std::size_t q_width() const noexcept { return n_head * head_dim; }
     std::size_t kv_width() const noexcept { return n_head_kv * head_dim; }
@@ -53,11 +55,12 @@ inline void project_qkv(const attention_weights& w, const attention_dims& d, con
     detail::add_row_bias(q, qw, n, w.bq, qw);
     detail::add_row_bias(k, kw, n, w.bk, kw);
     detail::add_row_bias(v, kw, n, w.bv, kw);
+    // per head: rows of hd; whole: one row of all heads per token
+    const std::size_t qn = w.qk_norm_whole ? qw : hd, kn = w.qk_norm_whole ? kw : hd;
     if (w.q_norm)
-        for (std::size_t r = 0; r < n * d.n_head; ++r) kernels::rms_norm(q + r * hd, w.q_norm, q + r * hd, hd, d.norm_eps);
+        for (std::size_t r = 0; r < n * qw / qn; ++r) kernels::rms_norm(q + r * qn, w.q_norm, q + r * qn, qn, d.norm_eps);
     if (w.k_norm)
-        for (std::size_t r = 0; r < n * d.n_head_kv; ++r)
-            kernels::rms_norm(k + r * hd, w.k_norm, k + r * hd, hd, d.norm_eps);
+        for (std::size_t r = 0; r < n * kw / kn; ++r) kernels::rms_norm(k + r * kn, w.k_norm, k + r * kn, kn, d.norm_eps);
     if (rope) {
         apply_rope(*rope, q, qw, n, d.n_head, hd, cos, sin);
         apply_rope(*rope, k, kw, n, d.n_head_kv, hd, cos, sin);

@@ -10,7 +10,7 @@
 // Defaults for a missing axis: heads GQA<dynamic, dynamic> (from the file),
 // position RoPE, mask Causal, cache FullCache, mixer SelfAttention, ffn SwiGLU,
 // norm RMSNorm (pre-norm blocks; PrePostNorm<RMSNorm> adds a norm after each
-// sublayer), storage WeightsFromFile, embedding PlainEmbedding.
+// sublayer, NormAfterSublayer<RMSNorm> has only that one), storage WeightsFromFile, embedding PlainEmbedding.
 #include <cstddef>
 #include <string>
 
@@ -68,12 +68,14 @@ template <class N>
 struct decoder_base_norm {
     using type = N;
     static constexpr bool sandwich = false;
+    static constexpr bool pre = true;
 };
 template <class N>
     requires requires { N::sandwich; }
 struct decoder_base_norm<N> {
     using type = typename N::base_norm;
     static constexpr bool sandwich = N::sandwich;
+    static constexpr bool pre = N::pre;
 };
 template <class Position, class Heads>
 inline constexpr bool rope_head_dim_even =
@@ -92,9 +94,11 @@ struct Decoder {
     using ffn = policy_on_axis_t<axis::ffn, SwiGLU, Policies...>;
     using norm = policy_on_axis_t<axis::norm, RMSNorm, Policies...>;
     using storage = policy_on_axis_t<axis::storage, WeightsFromFile, Policies...>;
-    /// The norm itself, and whether it is also applied to each sublayer's output (PrePostNorm<Norm>).
+    /// The norm itself, whether it is applied to each sublayer's output (PrePostNorm<Norm>,
+    /// NormAfterSublayer<Norm>) and to its input (all but NormAfterSublayer<Norm>).
     using base_norm = typename detail::decoder_base_norm<norm>::type;
     static constexpr bool sandwich_norms = detail::decoder_base_norm<norm>::sandwich;
+    static constexpr bool pre_norms = detail::decoder_base_norm<norm>::pre;
     using embedding = policy_on_axis_t<axis::embedding, PlainEmbedding, Policies...>;
 
     static_assert(detail::rolling_needs_window<mask, cache>,
@@ -131,7 +135,7 @@ struct Decoder {
         const std::size_t one_ffn = (ffn::gated ? 3 : 2) * d.n_embd * d.n_ff;
         const std::size_t ffn_params = one_ffn * d.n_expert + (d.n_expert > 1 ? d.n_embd * d.n_expert : 0);
         const std::size_t ffn_active = one_ffn * d.n_expert_used;
-        const std::size_t layer = attn + ffn_params + (sandwich_norms ? 4 : 2) * d.n_embd;
+        const std::size_t layer = attn + ffn_params + ((sandwich_norms ? 2 : 0) + (pre_norms ? 2 : 0)) * d.n_embd;
         const std::size_t emb = d.n_vocab * d.n_embd;
         model_figures f;
         f.parameters = emb + (d.tied_output ? 0 : emb) + d.n_layer * layer + d.n_embd;

@@ -91,6 +91,9 @@ struct decoder_hparams {
     layers::rope_params rope;
     layers::rope_params rope_swa; // windowed layers (differs from rope in its base for gemma3)
     float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
+    float embedding_scale = 1.f;  // Granite's multipliers (gguf_conventions::multipliers):
+    float residual_scale = 1.f;   // embedding rows, sublayer outputs before the residual add,
+    float logit_scale = 1.f;      // and the logits' divisor
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
     std::size_t no_rope_step = 0; // > 0: layer il is not rotated iff (il + 1) % step == 0 (SmolLM3)
@@ -106,8 +109,8 @@ public:
     using embedding_weights = typename embedding_impl<typename D::embedding>::weights;
 
     struct layer {
-        layers::norm_weights attn_norm, ffn_norm;
-        layers::norm_weights attn_post_norm, ffn_post_norm; // PrePostNorm only
+        layers::norm_weights attn_norm, ffn_norm;           // all but NormAfterSublayer
+        layers::norm_weights attn_post_norm, ffn_post_norm; // PrePostNorm, NormAfterSublayer
         typename mixer_impl<typename D::mixer>::weights attn;
         layers::ffn_weights_t<ffn_policy> ffn;
     };
@@ -169,6 +172,11 @@ public:
         if (hp_.attn.scale != 1.f / std::sqrt(float(d.head_dim)))
             s += describe_line("attn scale", std::to_string(hp_.attn.scale));
         if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
+        if (hp_.attn.softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.attn.softcap) + " (attention scores)");
+        if (hp_.embedding_scale != 1.f || hp_.residual_scale != 1.f || hp_.logit_scale != 1.f)
+            s += describe_line("multipliers", "embedding " + std::to_string(hp_.embedding_scale) + ", residual " +
+                                                  std::to_string(hp_.residual_scale) + ", logits / " +
+                                                  std::to_string(hp_.logit_scale));
         s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
         if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
         s += describe_line("output", d.tied_output ? "tied to token_embd" : "output.weight");
@@ -401,7 +409,11 @@ private:
         hp_.attn.head_dim = h.head_dim;
         hp_.attn.scale = h.attn_scale != 0.f ? h.attn_scale : 1.f / std::sqrt(float(h.head_dim));
         hp_.attn.norm_eps = eps;
+        hp_.attn.softcap = h.attn_softcap;
         hp_.logit_softcap = h.final_logit_softcap;
+        hp_.embedding_scale = h.embedding_scale;
+        hp_.residual_scale = h.residual_scale;
+        hp_.logit_scale = h.logit_scale;
         // the embedding scale is the architecture's, not stored in the file: check the policy agrees
         using Emb = typename D::embedding;
         if (Emb::scaled != conv.scaled_embedding)
@@ -462,8 +474,14 @@ private:
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const std::string blk = "blk." + std::to_string(il) + ".";
             auto& L = layers_v_[il];
-            L.attn_norm = {b.vector_f32(blk + "attn_norm.weight", E), b.optional_vector_f32(blk + "attn_norm.bias", E), eps};
-            L.ffn_norm = {b.vector_f32(blk + "ffn_norm.weight", E), b.optional_vector_f32(blk + "ffn_norm.bias", E), eps};
+            if constexpr (D::pre_norms) {
+                L.attn_norm = {b.vector_f32(blk + "attn_norm.weight", E), b.optional_vector_f32(blk + "attn_norm.bias", E), eps};
+                L.ffn_norm = {b.vector_f32(blk + "ffn_norm.weight", E), b.optional_vector_f32(blk + "ffn_norm.bias", E), eps};
+            } else if (file_->find_tensor(blk + "attn_norm.weight") || file_->find_tensor(blk + "ffn_norm.weight")) {
+                throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + blk +
+                                  "attn_norm.weight): use " + D::base_norm::describe() + " or PrePostNorm<" +
+                                  D::base_norm::describe() + ">");
+            }
             if constexpr (D::sandwich_norms) {
                 L.attn_post_norm = {b.vector_f32(blk + "post_attention_norm.weight", E), nullptr, eps};
                 L.ffn_post_norm = {b.vector_f32(blk + "post_ffw_norm.weight", E), nullptr, eps};

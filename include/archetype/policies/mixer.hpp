@@ -10,8 +10,11 @@
 
 namespace archetype {
 
-/// Whether attention applies an RMSNorm to each head of Q and K before RoPE.
-enum class qk_norm { from_file, none, rms };
+/// Whether attention applies an RMSNorm to Q and K before RoPE: to each head (Qwen3,
+/// Gemma 3: weights [head_dim]), or to the whole projection row (OLMo 2: weights
+/// [n_head * head_dim] and [n_head_kv * head_dim]); from_file: as the file's
+/// attn_q_norm.weight is shaped, none when it has none.
+enum class qk_norm { from_file, none, rms, rms_whole };
 
 /// Multi-head self-attention (heads, position, mask and cache are their own axes).
 template <qk_norm QKNorm = qk_norm::from_file>
@@ -21,7 +24,9 @@ struct SelfAttentionWith {
     static constexpr bool attention = true;
     static constexpr qk_norm qk = QKNorm;
     static std::string describe() {
-        return std::string("SelfAttention") + (QKNorm == qk_norm::rms ? "(QK RMSNorm)" : "");
+        return std::string("SelfAttention") + (QKNorm == qk_norm::rms         ? "(QK RMSNorm)"
+                                                : QKNorm == qk_norm::rms_whole ? "(QK RMSNorm over all heads)"
+                                                                               : "");
     }
 };
 using SelfAttention = SelfAttentionWith<>;
@@ -29,8 +34,8 @@ using SelfAttention = SelfAttentionWith<>;
 /// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight
 /// (or one fused attn_qkv.weight [+ .bias], split by rows into Q, K, V),
 /// the optional biases attn_{q,k,v,output}.bias (Qwen2, StableLM, GPT-2 ...; bound
-/// whenever the file has them, llama.cpp's TENSOR_NOT_REQUIRED), and the per-head
-/// QK norms attn_{q,k}_norm.weight as the policy's qk_norm says.
+/// whenever the file has them, llama.cpp's TENSOR_NOT_REQUIRED), and the QK norms
+/// attn_{q,k}_norm.weight as the policy's qk_norm says.
 template <qk_norm QKNorm>
 struct mixer_impl<SelfAttentionWith<QKNorm>> {
     using weights = layers::attention_weights;
@@ -59,13 +64,17 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
         }
         w.wo = b.matrix(blk + "attn_output.weight", qw, E);
         w.bo = b.optional_vector_f32(blk + "attn_output.bias", E);
-        const bool has_qn = b.file().find_tensor(blk + "attn_q_norm.weight") != nullptr;
+        const auto* qn = b.file().find_tensor(blk + "attn_q_norm.weight");
         if constexpr (QKNorm == qk_norm::none) {
-            if (has_qn) throw shape_error("SelfAttentionWith<qk_norm::none> but the file has " + blk + "attn_q_norm.weight");
+            if (qn) throw shape_error("SelfAttentionWith<qk_norm::none> but the file has " + blk + "attn_q_norm.weight");
         } else {
-            if (has_qn || QKNorm == qk_norm::rms) {
-                w.q_norm = b.vector_f32(blk + "attn_q_norm.weight", hd);
-                w.k_norm = b.vector_f32(blk + "attn_k_norm.weight", hd);
+            // from_file: a weight as wide as the whole Q row (and not as one head) norms the row
+            const bool whole = QKNorm == qk_norm::rms_whole ||
+                               (QKNorm == qk_norm::from_file && qn && qw != hd && qn->n_elements() == qw);
+            if (qn || QKNorm != qk_norm::from_file) {
+                w.qk_norm_whole = whole;
+                w.q_norm = b.vector_f32(blk + "attn_q_norm.weight", whole ? qw : hd);
+                w.k_norm = b.vector_f32(blk + "attn_k_norm.weight", whole ? kw : hd);
             }
         }
     }

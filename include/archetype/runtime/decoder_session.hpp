@@ -355,6 +355,7 @@ private:
         p.n_head_kv = ad.n_head_kv;
         p.head_dim = ad.head_dim;
         p.scale = ad.scale;
+        p.softcap = ad.softcap;
         p.q = q_.data() + gr.row * qw;
         p.ldq = qw;
         p.n_q = gr.n;
@@ -378,6 +379,8 @@ private:
             for (std::size_t i = 0; i < n; ++i)
                 kernels::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
             embedding_impl<typename D::embedding>::apply(m_->embedding(), x_.data(), n * E);
+            if (const float s = hp.embedding_scale; s != 1.f)
+                for (std::size_t i = 0; i < n * E; ++i) x_[i] *= s;
             if constexpr (adds_to_embedding)
                 for (std::size_t i = 0; i < n; ++i)
                     pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
@@ -386,25 +389,28 @@ private:
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
         if (two_ropes_) layers::rope_tables(rope_swa_, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
         using Norm = typename D::base_norm;
-        constexpr bool post = D::sandwich_norms;
+        constexpr bool pre = D::pre_norms, post = D::sandwich_norms;
+        const float rs = hp.residual_scale;
+        // a sublayer reads the normed residual stream, or the stream itself (NormAfterSublayer)
+        const float* in = pre ? h_.data() : x_.data();
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const auto& L = m_->layer_at(il);
             const bool swa_rope = two_ropes_ && hp.windowed[il];
-            layers::apply_norm<Norm>(L.attn_norm, x_.data(), E, h_.data(), E, n, E);
+            if constexpr (pre) layers::apply_norm<Norm>(L.attn_norm, x_.data(), E, h_.data(), E, n, E);
             // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
             const bool rotated = rope && (hp.no_rope_step == 0 || (il + 1) % hp.no_rope_step != 0);
-            layers::project_qkv(L.attn, hp.attn, h_.data(), E, n, q_.data(), k_.data(), v_.data(),
+            layers::project_qkv(L.attn, hp.attn, in, E, n, q_.data(), k_.data(), v_.data(),
                                 !rotated ? nullptr : swa_rope ? &rope_swa_ : rope, swa_rope ? cos_swa_.data() : cos_.data(),
                                 swa_rope ? sin_swa_.data() : sin_.data(), pool);
             for (const auto& g : groups_) attend(il, g);
             kernels::matmul(L.attn.wo, ao_.data(), qw, n, t_.data(), E, pool);
             layers::detail::add_row_bias(t_.data(), E, n, L.attn.bo, E);
             if constexpr (post) layers::apply_norm<Norm>(L.attn_post_norm, t_.data(), E, t_.data(), E, n, E);
-            add_into(x_.data(), t_.data(), n * E);
-            layers::apply_norm<Norm>(L.ffn_norm, x_.data(), E, h_.data(), E, n, E);
-            layers::feed_forward<typename D::ffn>(L.ffn, h_.data(), E, n, t_.data(), E, ws_, pool);
+            add_into(x_.data(), t_.data(), n * E, rs);
+            if constexpr (pre) layers::apply_norm<Norm>(L.ffn_norm, x_.data(), E, h_.data(), E, n, E);
+            layers::feed_forward<typename D::ffn>(L.ffn, in, E, n, t_.data(), E, ws_, pool);
             if constexpr (post) layers::apply_norm<Norm>(L.ffn_post_norm, t_.data(), E, t_.data(), E, n, E);
-            add_into(x_.data(), t_.data(), n * E);
+            add_into(x_.data(), t_.data(), n * E, rs);
             if (layer_hook_) layer_hook_(layer_hook_context_);
         }
         for (const auto& g : groups_) cache_impl_t::commit(cache_, g.seq, g.n);
@@ -413,13 +419,19 @@ private:
         layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
         if (logits) {
             kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool);
+            if (const float d = hp.logit_scale; d != 1.f)
+                for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] /= d;
             if (const float c = hp.logit_softcap; c != 0.f)
                 for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] = c * std::tanh(logits[i] / c);
         }
     }
 
-    static void add_into(float* x, const float* y, std::size_t n) noexcept {
-        for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
+    /// x += y, or x += s * y (Granite's residual multiplier)
+    static void add_into(float* x, const float* y, std::size_t n, float s) noexcept {
+        if (s == 1.f)
+            for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
+        else
+            for (std::size_t i = 0; i < n; ++i) x[i] += s * y[i];
     }
 
     const model_type* m_;

@@ -26,7 +26,10 @@
 //           the conventions' default period (0: every layer), or a format error when
 //           the conventions require the key (mellum)
 //   {arch}.final_logit_softcapping        default none
-//   attention scale: the conventions' rule, default 1/sqrt(key_length)
+//   {arch}.attn_logit_softcapping         default none (scores c * tanh(s / c), Gemma 2)
+//   {arch}.embedding_scale, residual_scale, logit_scale   default 1; read only when the
+//           conventions say `multipliers` (Granite), refused otherwise
+//   attention scale: {arch}.attention.scale, else the conventions' rule, else 1/sqrt(key_length)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -61,6 +64,10 @@ struct llama_hparams {
     bool swa_pattern_in_file = false;
     float attn_scale = 0.f;              // 0 = 1/sqrt(head_dim)
     float final_logit_softcap = 0.f;     // 0 = none; else logits = c * tanh(logits / c)
+    float attn_softcap = 0.f;            // 0 = none; else scores = c * tanh(scores / c)
+    float embedding_scale = 1.f;         // Granite's multipliers (conventions.multipliers)
+    float residual_scale = 1.f;
+    float logit_scale = 1.f;             // logits are divided by it
 };
 
 namespace detail {
@@ -160,11 +167,27 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     else
         h.n_vocab = req("vocab_size", std::uint64_t(1) << 31);
 
+    // a finite float key > 0 (>= 0 for a soft cap, where 0 means none), or its default when absent
+    auto positive = [&](const std::string& key, float dflt, bool zero_ok = false) {
+        if (!f.has(key)) return dflt;
+        const float v = f.get<float>(key);
+        if (!std::isfinite(v) || v < 0.f || (v == 0.f && !zero_ok))
+            throw format_error(key + " = " + std::to_string(v) + " must be a finite " +
+                               (zero_ok ? "non-negative" : "positive") + " number");
+        return v;
+    };
     if (conv.attn_scale) h.attn_scale = conv.attn_scale(h.n_layer, h.n_embd, h.n_head, h.head_dim);
-    h.final_logit_softcap = f.get_or<float>(a + "final_logit_softcapping", 0.f);
-    if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.f)
-        throw format_error(a + "final_logit_softcapping = " + std::to_string(h.final_logit_softcap) +
-                           " must be a finite non-negative number");
+    h.attn_scale = positive(a + "attention.scale", h.attn_scale);
+    h.final_logit_softcap = positive(a + "final_logit_softcapping", 0.f, true);
+    h.attn_softcap = positive(a + "attn_logit_softcapping", 0.f, true);
+    for (const char* k : {"embedding_scale", "residual_scale", "logit_scale"})
+        if (!conv.multipliers && f.has(a + k))
+            throw shape_error("the file has " + a + k + ", a multiplier '" + h.arch +
+                              "' files do not carry in this library (Granite's do: register the architecture "
+                              "with gguf_conventions::multipliers if it means what it means there)");
+    h.embedding_scale = positive(a + "embedding_scale", 1.f);
+    h.residual_scale = positive(a + "residual_scale", 1.f);
+    h.logit_scale = positive(a + "logit_scale", 1.f);
     h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
     if (h.n_swa > (std::size_t(1) << 30))
         throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");

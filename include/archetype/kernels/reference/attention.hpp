@@ -33,6 +33,7 @@ void attention(const attention_params& p, Visible&& visible) {
                 double d = 0;
                 for (std::size_t c = 0; c < hd; ++c) d += double(q[c]) * key(g, j, c);
                 d *= p.scale;
+                if (p.softcap != 0.f) d = p.softcap * std::tanh(d / p.softcap);
                 if (p.bias) d += p.bias[h * p.bias_head_stride + i * p.ld_bias + j];
                 s[j] = visible(i, j) ? d : -std::numeric_limits<double>::infinity();
                 if (s[j] > m) m = s[j];
