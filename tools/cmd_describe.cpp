@@ -12,6 +12,7 @@
 #include "archetype/models/architectures.hpp"
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
+#include "model_file.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
 
@@ -30,12 +31,12 @@ int cmd_describe(int argc, char** argv) {
         else throw argument_error("unknown option '" + std::string(o) + "'");
     }
     if (path.empty()) throw argument_error("--model FILE is required");
-    if (takes(path, rwkv_architectures{}))
+    if (!hf::is_checkpoint(path) && takes(path, rwkv_architectures{}))
         return with_architecture<rwkv_architectures>(path, [&]<class E>(std::type_identity<E>) {
             std::fputs(describe(load_model<typename E::model>(path)).c_str(), stdout);
             return 0;
         });
-    auto file = gguf::file::open(path);
+    auto file = open_model_file(path);
     if (entry_accepts<presets::bert_architecture>(file)) {
         std::fputs(describe(load_model<presets::Bert>(path)).c_str(), stdout);
         return 0;

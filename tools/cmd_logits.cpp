@@ -24,6 +24,7 @@
 #include "archetype/io/gguf.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
+#include "model_file.hpp"
 #include "commands.hpp"
 #include "archetype/models/architectures.hpp"
 #include "decoder_jobs.hpp"
@@ -192,11 +193,11 @@ int cmd_logits(int argc, char** argv) {
     if (a.out.empty()) throw argument_error("--out FILE is required");
     if (!a.have_tokens) throw argument_error("give the tokens with --ids or --tokens");
 
-    // RWKV: GGUF rwkv6 or an rwkv.cpp .bin (v5.2 / v6, told apart by its bytes), as the registry says
-    if (takes(a.model, rwkv_architectures{}))
+    // RWKV: GGUF rwkv6 / rwkv7 or an rwkv.cpp .bin (v5.2 / v6 / v7, told apart by its bytes), as the registry says
+    if (!hf::is_checkpoint(a.model) && takes(a.model, rwkv_architectures{}))
         return with_architecture<rwkv_architectures>(
             a.model, [&]<class E>(std::type_identity<E>) { return logits_rwkv_as<typename E::model>(a); });
-    return logits_decoder(gguf::file::open(a.model), a); // every registered decoder; names the known ones otherwise
+    return logits_decoder(open_model_file(a.model), a); // every registered decoder; names the known ones otherwise
 }
 
 } // namespace archetype::tools

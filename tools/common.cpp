@@ -7,6 +7,7 @@
 #include "archetype/config.hpp"
 #include "archetype/core/error.hpp"
 #include "commands.hpp"
+#include "model_file.hpp"
 
 namespace archetype::tools {
 
@@ -54,4 +55,10 @@ void write_f32_file(const std::string& path, const float* data, std::size_t n) {
     if (!f) throw io_error("cannot write '" + path + "'");
 }
 
+} // namespace archetype::tools
+
+namespace archetype::tools {
+gguf::file open_model_file(const std::string& path) {
+    return hf::is_checkpoint(path) ? hf::open_as_gguf(path) : gguf::file::open(path);
+}
 } // namespace archetype::tools

@@ -1,6 +1,7 @@
 // `archetype logits` against llama.cpp's golden logits, every mode, and its
-// error contract (one line on stderr, status 1..63). Arguments after --:
-// the folder of the transformer fixtures, the archetype program.
+// error contract (one line on stderr, status 1..63); a Hugging Face checkpoint
+// directory as --model. Arguments after --: the folder of the transformer fixtures,
+// the archetype program, tests/data/zoo.
 #define BOOST_TEST_MODULE decoder_cli
 #include <boost/test/unit_test.hpp>
 
@@ -88,4 +89,34 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_status_not_a_signal) {
     BOOST_TEST((rc > 0 && rc < 64));
     BOOST_TEST(run(program() + " describe --model " + d + "model.gguf > " + err) == 0);
     std::remove(err.c_str());
+}
+
+// --model DIR: a Hugging Face checkpoint gives the logits of the GGUF converted from it,
+// byte for byte; describe names its architecture; a class the library does not convert
+// is one line on stderr and a status.
+BOOST_AUTO_TEST_CASE(a_hugging_face_directory_is_a_model) {
+    const auto& mts = boost::unit_test::framework::master_test_suite();
+    BOOST_REQUIRE(mts.argc > 3);
+    const std::string zoo = mts.argv[3], d = zoo + "/granite/";
+    const std::string from_dir = tmp("hf.bin"), from_gguf = tmp("gguf.bin"), err = tmp("hf_err.txt");
+    BOOST_REQUIRE_EQUAL(run(program() + " logits --model " + d + "hf --tokens " + d + "tokens_40.i32.bin --out " + from_dir), 0);
+    BOOST_REQUIRE_EQUAL(run(program() + " logits --model " + d + "model.gguf --tokens " + d + "tokens_40.i32.bin --out " + from_gguf), 0);
+    const auto a = fixture::read_raw<float>(from_dir), b = fixture::read_raw<float>(from_gguf);
+    BOOST_TEST(a.size() == 40u * 128u);
+    BOOST_TEST(a == b);
+    BOOST_REQUIRE_EQUAL(run(program() + " describe --model " + d + "hf > " + err), 0);
+    const auto text = fixture::read_raw<char>(err);
+    BOOST_TEST(std::string(text.begin(), text.end()).find("granite") != std::string::npos);
+    // the same checkpoint claiming a class the library does not convert
+    const std::string other = tmp("falcon");
+    BOOST_REQUIRE_EQUAL(run("mkdir -p " + other + " && cp " + d + "hf/model.safetensors " + other +
+                            " && sed s/GraniteForCausalLM/FalconForCausalLM/ " + d + "hf/config.json > " + other +
+                            "/config.json"), 0);
+    const int rc = run(program() + " logits --model " + other + " --ids 1 --out " + from_dir + " 2>" + err);
+    BOOST_TEST((rc > 0 && rc < 64));
+    const auto msg = fixture::read_raw<char>(err);
+    BOOST_TEST(std::string(msg.begin(), msg.end()).find("FalconForCausalLM") != std::string::npos);
+    BOOST_TEST(std::count(msg.begin(), msg.end(), '\n') == 1);
+    run("rm -rf " + other);
+    for (const auto& f : {from_dir, from_gguf, err}) std::remove(f.c_str());
 }

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "archetype/io/gguf_writer.hpp"
+#include "archetype/io/hf_checkpoint.hpp"
 #include "archetype/models/architectures.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
@@ -50,13 +51,14 @@ std::vector<float> run(const Model& m, const std::vector<std::int32_t>& tok, std
 }
 
 /// Worst max |Δ| / max(1, max |ref|) over the positions of both prompts in the three
-/// feedings; each position also checked against 1e-4 on the way.
-double worst_error(const Model& m) {
+/// feedings; each position also checked against 1e-4 on the way. `suffix` picks the
+/// reference ("" = logits_<n>.f32.bin, "_bf16" = logits_<n>_bf16.f32.bin).
+double worst_error(const Model& m, const std::string& suffix = "") {
     const std::size_t V = m.n_vocab();
     double worst = 0;
     for (int n : {7, 40}) {
         const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_" + std::to_string(n) + ".i32.bin");
-        const auto want = fixture::read_raw<float>(zoo_dir() + "logits_" + std::to_string(n) + ".f32.bin");
+        const auto want = fixture::read_raw<float>(zoo_dir() + "logits_" + std::to_string(n) + suffix + ".f32.bin");
         BOOST_REQUIRE_EQUAL(tok.size(), std::size_t(n));
         BOOST_REQUIRE_EQUAL(want.size(), std::size_t(n) * V);
         for (std::size_t step : {std::size_t(n), std::size_t(1), std::size_t(5)}) {
@@ -192,3 +194,34 @@ BOOST_AUTO_TEST_CASE(a_stray_tensor_is_refused_by_name) {
     }
     std::filesystem::remove(path);
 }
+
+#ifdef ZOO_HF
+// The Hugging Face checkpoint the GGUF was converted from (hf/: config.json +
+// model.safetensors), loaded directly: the registry picks the same entry, every
+// position matches transformers as the GGUF does, and the logits equal the GGUF's bit
+// for bit (the same weights, converted as llama.cpp's converter does).
+BOOST_AUTO_TEST_CASE(the_hugging_face_checkpoint_loads_directly) {
+    const std::string dir = zoo_dir() + "hf";
+    BOOST_REQUIRE(hf::is_checkpoint(dir));
+    bool picked = false;
+    with_architecture<default_architectures>(hf::open_as_gguf(dir), [&]<class E>(std::type_identity<E>) {
+        picked = std::is_same_v<E, Entry>;
+    });
+    BOOST_TEST(picked, "the registry picks " << ZOO_FAMILY << "'s entry for its checkpoint");
+    const auto m = load_model<Entry>(hf::open_as_gguf(dir));
+    BOOST_TEST(worst_error(m) <= 1e-4);
+    const auto g = load_model<Entry>(zoo_dir() + "model.gguf");
+    const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_40.i32.bin");
+    BOOST_TEST(run(m, tok, 40) == run(g, tok, 40));
+}
+#endif
+
+#ifdef ZOO_HF_BF16
+// The same checkpoint saved in bfloat16: the weights stay BF16 (no conversion to
+// F32), and the logits match transformers' float32 run of those rounded weights.
+BOOST_AUTO_TEST_CASE(a_bf16_checkpoint_keeps_its_type) {
+    const auto m = load_model<Entry>(hf::open_as_gguf(zoo_dir() + "hf-bf16"));
+    BOOST_TEST((m.file().tensor("blk.0.attn_q.weight").type == ggml_type::BF16));
+    BOOST_TEST(worst_error(m, "_bf16") <= 1e-4);
+}
+#endif

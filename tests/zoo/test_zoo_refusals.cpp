@@ -5,18 +5,24 @@
 //     (gguf_conventions::multipliers): the key in another architecture's file is refused;
 //   - a multiplier or soft cap that is not a finite number of the right sign;
 //   - NormAfterSublayer on a file with pre-norms, a pre-norm decoder on a file without;
-//   - a per-head QK norm on a file whose norm spans the whole projection.
+//   - a per-head QK norm on a file whose norm spans the whole projection;
+//   - Hugging Face checkpoint directories (io/hf_checkpoint.hpp): an unknown class, a
+//     tensor no rule names, a shard outside the directory, a tensor in two shards, a
+//     misshaped config, a RoPE scaling the library does not implement.
 // Arguments after `--`: tests/data/zoo.
 #define BOOST_TEST_MODULE zoo_refusals
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "archetype/io/gguf_writer.hpp"
+#include "archetype/io/hf_checkpoint.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/models/presets/gemma2.hpp"
 #include "archetype/models/presets/granite.hpp"
@@ -102,4 +108,85 @@ BOOST_AUTO_TEST_CASE(a_per_head_qk_norm_does_not_take_a_whole_row_norm) {
     using FromFile = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, SelfAttention, SwiGLU, NormAfterSublayer<RMSNorm>>;
     const auto m = load_model<FromFile>(zoo("olmo2"));
     BOOST_TEST(m.layer_at(0).attn.qk_norm_whole);
+}
+
+namespace {
+/// A copy of a fixture's hf/ directory with config.json edited and extra files written.
+struct edited_checkpoint {
+    std::filesystem::path dir;
+    edited_checkpoint(const std::string& family, const std::function<void(nlohmann::json&)>& edit_config,
+                      const std::function<void(const std::filesystem::path&)>& extra = {}) {
+        namespace fs = std::filesystem;
+        const auto& mts = boost::unit_test::framework::master_test_suite();
+        const fs::path src = fs::path(mts.argc > 1 ? mts.argv[1] : "tests/data/zoo") / family / "hf";
+        dir = fs::temp_directory_path() / ("archetype_hf_refusal_" + family);
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        fs::copy_file(src / "model.safetensors", dir / "model.safetensors");
+        std::ifstream in(src / "config.json");
+        auto j = nlohmann::json::parse(in);
+        edit_config(j);
+        std::ofstream(dir / "config.json") << j.dump(1);
+        if (extra) extra(dir);
+    }
+    ~edited_checkpoint() { std::filesystem::remove_all(dir); }
+};
+
+/// A one-tensor safetensors file (F32 [2]) written by hand: u64 header size, JSON, data.
+void write_one_tensor(const std::filesystem::path& p, const std::string& name) {
+    const std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    const std::uint64_t n = header.size();
+    const float data[2] = {1.f, 2.f};
+    std::ofstream out(p, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out.write(header.data(), std::streamsize(n));
+    out.write(reinterpret_cast<const char*>(data), 8);
+}
+
+void index_with(const std::filesystem::path& dir, const std::string& extra_shard, const std::string& extra_tensor) {
+    // every tensor of model.safetensors in its own shard, plus one more shard
+    namespace fs = std::filesystem;
+    fs::rename(dir / "model.safetensors", dir / "model-00001.safetensors");
+    const safetensors::file f((dir / "model-00001.safetensors").string());
+    nlohmann::json map = nlohmann::json::object();
+    for (const auto& t : f.tensors()) map[t.name] = "model-00001.safetensors";
+    map[extra_tensor] = extra_shard;
+    std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"weight_map", map}}.dump();
+}
+
+template <class F>
+void hf_refused(F&& edit_config, const std::string& needle,
+                const std::function<void(const std::filesystem::path&)>& extra = {}) {
+    edited_checkpoint c("granite", edit_config, extra);
+    refused<format_error>([&] { (void)hf::open_as_gguf(c.dir.string()); }, needle);
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(hugging_face_checkpoints_are_refused_by_name) {
+    auto same = [](nlohmann::json&) {};
+    hf_refused([](nlohmann::json& j) { j["architectures"] = {"FalconForCausalLM"}; }, "FalconForCausalLM");
+    hf_refused([](nlohmann::json& j) { j["num_attention_heads"] = 0; }, "num_attention_heads");
+    hf_refused([](nlohmann::json& j) { j["num_key_value_heads"] = 3; }, "num_key_value_heads");
+    hf_refused([](nlohmann::json& j) { j.erase("hidden_size"); }, "hidden_size");
+    hf_refused([](nlohmann::json& j) { j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}}; },
+               "yarn");
+    hf_refused([](nlohmann::json& j) { j["logits_scaling"] = "big"; }, "logits_scaling");
+    // a tensor no rule names, in a second shard
+    hf_refused(same, "model.layers.0.mlp.stray.weight", [](const std::filesystem::path& d) {
+        write_one_tensor(d / "model-00002.safetensors", "model.layers.0.mlp.stray.weight");
+        index_with(d, "model-00002.safetensors", "model.layers.0.mlp.stray.weight");
+    });
+    // a shard outside the directory
+    hf_refused(same, "../outside.safetensors", [](const std::filesystem::path& d) {
+        index_with(d, "../outside.safetensors", "model.layers.0.mlp.other.weight");
+    });
+    // the same tensor in two shards
+    hf_refused(same, "two shards", [](const std::filesystem::path& d) {
+        write_one_tensor(d / "model-00002.safetensors", "model.norm.weight");
+        index_with(d, "model-00002.safetensors", "model.layers.0.extra");
+    });
+    // a misshaped tensor: hidden_size that the weights do not have (the loader names the tensor)
+    edited_checkpoint c("granite", [](nlohmann::json& j) { j["hidden_size"] = 32; });
+    refused<shape_error>([&] { (void)load_model<presets::granite_architecture>(hf::open_as_gguf(c.dir.string())); },
+                         "has shape");
 }

@@ -1323,6 +1323,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "tests" / "data" / "zoo")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--no-numpy-check", action="store_true")
+    ap.add_argument("--save-hf", action="store_true",
+                    help="also copy the checkpoint (config.json, model.safetensors) to OUT/<family>/hf/")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also save the checkpoint in bfloat16 to OUT/<family>/hf-bf16/ with transformers' float32 "
+                         "logits of those rounded weights (logits_<n>_bf16.f32.bin)")
     args = ap.parse_args()
 
     fam = FAMILIES[args.family]
@@ -1690,6 +1695,27 @@ def main() -> None:
     # 6. outputs
     shutil.copyfile(gguf_work, out / "model.gguf")
     written = ["model.gguf"]
+    if args.save_hf:
+        (out / "hf").mkdir(exist_ok=True)
+        for name in ("config.json", "model.safetensors"):
+            shutil.copyfile(hf_dir / name, out / "hf" / name)
+            written.append(f"hf/{name}")
+    if args.bf16:
+        # the same weights rounded to bfloat16, saved as such; the reference runs them in float32
+        bf_dir = out / "hf-bf16"
+        bf_dir.mkdir(exist_ok=True)
+        import copy
+        copy.deepcopy(model).to(torch.bfloat16).save_pretrained(bf_dir)   # (.to changes a model in place)
+        for f in bf_dir.iterdir():
+            if f.name not in ("config.json", "model.safetensors"):
+                f.unlink()
+        model_bf = fam.model_cls().from_pretrained(bf_dir, dtype=torch.float32, attn_implementation="eager").eval()
+        with torch.no_grad():
+            for n, ids in PROMPTS.items():
+                lg = model_bf(input_ids=torch.tensor([ids], dtype=torch.long), use_cache=False).logits[0]
+                np.ascontiguousarray(lg.to(torch.float32).numpy(), dtype="<f4").tofile(out / f"logits_{n}_bf16.f32.bin")
+                written.append(f"logits_{n}_bf16.f32.bin")
+        written += ["hf-bf16/config.json", "hf-bf16/model.safetensors"]
     for n, ids in PROMPTS.items():
         np.asarray(ids, dtype="<i4").tofile(out / f"tokens_{n}.i32.bin")
         logits[n].tofile(out / f"logits_{n}.f32.bin")

@@ -3,6 +3,7 @@
 //   x_k = xf + (prev - xf) * maa_k,  x_r = xf + (prev - xf) * maa_r
 //   y   = sigmoid(Wr x_r) * (Wv relu(Wk x_k)^2)
 // (v5 files store mix coefficients mu; the loader converts them to maa = 1 - mu.)
+// RWKV-7's has no receptance (Ffn::receptance false): y = Wv relu(Wk x_k)^2.
 #include <cstddef>
 #include <span>
 
@@ -16,27 +17,35 @@ namespace archetype {
 
 /// Channel mix for rows [0, n): reads ws.xn (LN2 output), writes ws.y, updates
 /// each segment's ffn shift vector (the first C floats of the layer's state).
-inline void rwkv_channel_mix(const rwkv_hparams& hp, std::size_t C, const rwkv_layer_weights& L,
-                             std::span<const rwkv_segment> segs, std::size_t layer_offset, std::size_t n,
-                             rwkv_workspace& ws, thread_pool* pool) {
+template <class Ffn>
+void rwkv_channel_mix(const rwkv_hparams& hp, std::size_t C, const rwkv_layer_weights& L,
+                      std::span<const rwkv_segment> segs, std::size_t layer_offset, std::size_t n,
+                      rwkv_workspace& ws, thread_pool* pool) {
     const std::size_t F = hp.n_ffn;
     const float* xf = ws.xn.data();
     float* sx = ws.sx.data();
     detail::rwkv_token_shift(segs, layer_offset, 0, xf, sx, C);
     float *xk = ws.xk.data(), *xr = ws.xr.data();
+    float* hid = ws.hid.data();
+    float* y = ws.y.data();
+    if constexpr (!Ffn::receptance) {
+        for (std::size_t e = 0; e < n * C; ++e) xk[e] = xf[e] + sx[e] * L.ffn_maa_k[e % C];
+        kernels::matmul(L.ffn_k, xk, C, n, hid, F, pool, rwkv_gemm_sum);
+        kernels::relu_sq(hid, n * F);
+        kernels::matmul(L.ffn_v, hid, F, n, y, C, pool, rwkv_gemm_sum);
+        return;
+    }
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t c = 0; c < C; ++c) {
             const std::size_t e = i * C + c;
             xk[e] = xf[e] + sx[e] * L.ffn_maa_k[c];
             xr[e] = xf[e] + sx[e] * L.ffn_maa_r[c];
         }
-    float* hid = ws.hid.data();
     float* rr = ws.r.data();
     // key and receptance share the input size: one dispatch when decoding (see matmul_batch)
     const kernels::matmul_task kr[2] = {{&L.ffn_k, xk, C, hid, F}, {&L.ffn_r, xr, C, rr, C}};
     kernels::matmul_batch(kr, n, pool, rwkv_gemm_sum);
     kernels::relu_sq(hid, n * F);
-    float* y = ws.y.data();
     kernels::matmul(L.ffn_v, hid, F, n, y, C, pool, rwkv_gemm_sum);
     kernels::sigmoid(rr, n * C);
     for (std::size_t e = 0; e < n * C; ++e) y[e] *= rr[e];

@@ -2,6 +2,7 @@
 // Scratch buffers of one RWKV forward pass over up to `rows` tokens, and the
 // description of which rows belong to which sequence. Sized once per session
 // (rows = the prefill chunk) so the hot path never allocates.
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -20,6 +21,7 @@ struct rwkv_segment {
 struct rwkv_workspace {
     std::size_t rows = 0;
     std::vector<float> x, xn, y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, w, out, dd, hid, emb_row;
+    std::vector<float> xia, ia, kk, v_first; // v7: the a-lerp input, a, kk, layer 0's values
 
     void reserve(const rwkv_hparams& hp, std::size_t n_rows) {
         if (n_rows <= rows) return;
@@ -28,7 +30,11 @@ struct rwkv_workspace {
         for (auto* b : {&x, &xn, &y, &sx, &xxx, &xw, &xk, &xv, &xr, &xg, &r, &k, &v, &g, &w, &out})
             b->assign(n_rows * C, 0.f);
         mix.assign(n_rows * 5 * hp.n_lora_mix, 0.f);
-        dd.assign(n_rows * hp.n_lora_decay, 0.f);
+        // the widest low-rank middle (v7 has four LoRAs, v6 one)
+        const std::size_t rank = std::max({hp.n_lora_decay, hp.n_lora_iclr, hp.n_lora_vres, hp.n_lora_gate});
+        dd.assign(n_rows * rank, 0.f);
+        if (hp.version == 7)
+            for (auto* b : {&xia, &ia, &kk, &v_first}) b->assign(n_rows * C, 0.f);
         hid.assign(n_rows * hp.n_ffn, 0.f);
         emb_row.assign(C, 0.f);
     }

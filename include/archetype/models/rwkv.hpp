@@ -1,8 +1,8 @@
 #pragma once
-// Rwkv5<D, H> (Eagle, v5.2) and Rwkv6<D, H> (Finch): D = embedding size, H =
-// head size (N); either may be `dynamic` (read from the file). The structure
-// is the policy set: mixer (Rwkv5TimeMix / Rwkv6TimeMix), feed-forward
-// (RwkvChannelMix), norm (LayerNorm; ln_x is a GroupNorm over heads), cache
+// Rwkv5<D, H> (Eagle, v5.2), Rwkv6<D, H> (Finch) and Rwkv7<D, H> (Goose): D =
+// embedding size, H = head size (N); either may be `dynamic` (read from the file).
+// The structure is the policy set: mixer (Rwkv5TimeMix / Rwkv6TimeMix /
+// Rwkv7TimeMix), feed-forward (RwkvChannelMix; Rwkv7ChannelMix), norm (LayerNorm; ln_x is a GroupNorm over heads), cache
 // (RecurrentState), storage (WeightsFromFile or a fixed type).
 //
 //   using Finch = archetype::Rwkv6<2048, 64>;
@@ -28,6 +28,7 @@
 #include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/norm.hpp"
+#include "archetype/layers/rwkv7_time_mix.hpp"
 #include "archetype/layers/rwkv_channel_mix.hpp"
 #include "archetype/layers/rwkv_time_mix.hpp"
 #include "archetype/layers/rwkv_weights.hpp"
@@ -47,7 +48,7 @@ inline std::string rwkv_dim_str(dim_t d) { return d == dynamic ? std::string("dy
 template <int V, dim_t D, dim_t H, class... Ps>
 struct rwkv_arch {
     static_assert(check_composition<Ps...>::ok);
-    static_assert(V == 5 || V == 6);
+    static_assert(V == 5 || V == 6 || V == 7);
     static_assert(D != 0 && H != 0, "archetype: Rwkv<D, H>: the embedding size D and head size H must be positive");
     static_assert(D == dynamic || H == dynamic || D % H == 0,
                   "archetype: Rwkv<D, H>: D must be a multiple of the head size H (D / H heads)");
@@ -55,25 +56,31 @@ struct rwkv_arch {
                       count_on_axis<axis::mask, Ps...> == 0 && count_on_axis<axis::pooling, Ps...> == 0 &&
                       count_on_axis<axis::embd_norm, Ps...> == 0,
                   "archetype: RWKV models have no attention heads, positions, masks or pooling: the head "
-                  "count follows from D / H; remove MHA/GQA/RoPE/Causal/... from Rwkv5/Rwkv6");
+                  "count follows from D / H; remove MHA/GQA/RoPE/Causal/... from Rwkv5/Rwkv6/Rwkv7");
 
     static constexpr int version = V;
     static constexpr dim_t embd = D;
     static constexpr dim_t head_size = H;
     static constexpr dim_t n_head = (D == dynamic || H == dynamic) ? dynamic : D / H;
 
-    using default_mixer = std::conditional_t<V == 5, Rwkv5TimeMix, Rwkv6TimeMix>;
+    using default_mixer = std::conditional_t<V == 5, Rwkv5TimeMix, std::conditional_t<V == 6, Rwkv6TimeMix, Rwkv7TimeMix>>;
+    using default_ffn = std::conditional_t<V == 7, Rwkv7ChannelMix, RwkvChannelMix>;
     using mixer = policy_on_axis_t<axis::mixer, default_mixer, Ps...>;
-    using ffn = policy_on_axis_t<axis::ffn, RwkvChannelMix, Ps...>;
+    using ffn = policy_on_axis_t<axis::ffn, default_ffn, Ps...>;
     using norm = policy_on_axis_t<axis::norm, LayerNorm, Ps...>;
     using cache = policy_on_axis_t<axis::cache, RecurrentState, Ps...>;
     using storage = policy_on_axis_t<axis::storage, WeightsFromFile, Ps...>;
 
-    static_assert(rwkv_time_mix<mixer>, "archetype: an RWKV model's mixer must be Rwkv5TimeMix or Rwkv6TimeMix");
+    static_assert(rwkv_time_mix<mixer>,
+                  "archetype: an RWKV model's mixer must be Rwkv5TimeMix, Rwkv6TimeMix or Rwkv7TimeMix");
     static_assert(!rwkv_time_mix<mixer> || mixer::rwkv_version == V,
                   "archetype: the time mix does not match the model version: Rwkv5 takes Rwkv5TimeMix, "
-                  "Rwkv6 takes Rwkv6TimeMix");
-    static_assert(rwkv_channel_mix<ffn>, "archetype: an RWKV model's feed-forward must be RwkvChannelMix");
+                  "Rwkv6 takes Rwkv6TimeMix, Rwkv7 takes Rwkv7TimeMix");
+    static_assert(rwkv_channel_mix<ffn>,
+                  "archetype: an RWKV model's feed-forward must be RwkvChannelMix (Rwkv7ChannelMix for Rwkv7)");
+    static_assert(!rwkv_channel_mix<ffn> || ffn::receptance == (V != 7),
+                  "archetype: RWKV-7's channel mix has no receptance (Rwkv7ChannelMix); v5.2 and v6 have one "
+                  "(RwkvChannelMix)");
     static_assert(std::is_same_v<norm, LayerNorm>, "archetype: RWKV blocks use LayerNorm (ln_x is a GroupNorm)");
     static_assert(recurrent_cache<cache>,
                   "archetype: RWKV keeps a recurrent state, not a KV cache: use RecurrentState (or no cache policy)");
@@ -82,10 +89,10 @@ struct rwkv_arch {
     static constexpr dim_t state_floats_per_layer = (D == dynamic || H == dynamic) ? dynamic : (2 + H) * D;
 
     static std::string type_name() {
-        return std::string(V == 5 ? "Rwkv5<" : "Rwkv6<") + rwkv_dim_str(D) + ", " + rwkv_dim_str(H) + ">";
+        return "Rwkv" + std::to_string(V) + "<" + rwkv_dim_str(D) + ", " + rwkv_dim_str(H) + ">";
     }
     static std::string describe() {
-        std::string s = type_name() + (V == 5 ? "  (RWKV-5.2 Eagle)\n" : "  (RWKV-6 Finch)\n");
+        std::string s = type_name() + (V == 5 ? "  (RWKV-5.2 Eagle)\n" : V == 6 ? "  (RWKV-6 Finch)\n" : "  (RWKV-7 Goose)\n");
         s += describe_line("embd", rwkv_dim_str(D));
         s += describe_line("head size", rwkv_dim_str(H) +
                                             (n_head == dynamic ? std::string() : " (" + std::to_string(n_head) + " heads)"));
@@ -113,6 +120,11 @@ template <dim_t D, dim_t H, class... Policies>
 struct Rwkv5 : detail::rwkv_arch<5, D, H, Policies...> {
     static constexpr std::string_view name = "Rwkv5";
 };
+/// RWKV-7 "Goose": D embedding size, H head size (`dynamic` = from the file).
+template <dim_t D, dim_t H, class... Policies>
+struct Rwkv7 : detail::rwkv_arch<7, D, H, Policies...> {
+    static constexpr std::string_view name = "Rwkv7";
+};
 
 namespace detail {
 template <class T>
@@ -121,9 +133,11 @@ template <dim_t D, dim_t H, class... Ps>
 struct is_rwkv_arch<Rwkv6<D, H, Ps...>> : std::true_type {};
 template <dim_t D, dim_t H, class... Ps>
 struct is_rwkv_arch<Rwkv5<D, H, Ps...>> : std::true_type {};
+template <dim_t D, dim_t H, class... Ps>
+struct is_rwkv_arch<Rwkv7<D, H, Ps...>> : std::true_type {};
 } // namespace detail
 
-/// True for Rwkv5<...> and Rwkv6<...>.
+/// True for Rwkv5<...>, Rwkv6<...> and Rwkv7<...>.
 template <class T>
 concept RwkvArchitecture = detail::is_rwkv_arch<T>::value;
 
@@ -159,6 +173,11 @@ std::string rwkv_model<Arch>::describe() const {
     if (hp.version == 6)
         s += detail::describe_line("lora", "mix " + std::to_string(hp.n_lora_mix) + " x 5, decay " +
                                                std::to_string(hp.n_lora_decay));
+    if (hp.version == 7)
+        s += detail::describe_line("lora", "decay " + std::to_string(hp.n_lora_decay) + ", in-context rate " +
+                                               std::to_string(hp.n_lora_iclr) + ", value residual " +
+                                               std::to_string(hp.n_lora_vres) + ", gate " +
+                                               std::to_string(hp.n_lora_gate));
     char eps[64];
     std::snprintf(eps, sizeof eps, "LayerNorm %g, GroupNorm %g", double(hp.ln_eps), double(hp.gn_eps));
     s += detail::describe_line("eps", eps);
@@ -221,10 +240,13 @@ void rwkv_forward(const rwkv_weights& W, std::span<const rwkv_segment> segs, con
         const auto& L = W.layers[l];
         const std::size_t at = (l - R.first) * spl; // the stage's state holds its layers only
         for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln1_w, L.ln1_b, xn + i * C, C, hp.ln_eps);
-        rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, at, n, ws, pool);
+        if constexpr (Arch::mixer::rwkv_version == 7)
+            rwkv7_time_mix(hp, C, N, L, segs, at, n, l == 0, ws, pool);
+        else
+            rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, at, n, ws, pool);
         for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
         for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln2_w, L.ln2_b, xn + i * C, C, hp.ln_eps);
-        rwkv_channel_mix(hp, C, L, segs, at, n, ws, pool);
+        rwkv_channel_mix<typename Arch::ffn>(hp, C, L, segs, at, n, ws, pool);
         for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
         if (hp.rescale_every != 0 && (l + 1) % hp.rescale_every == 0)
             for (std::size_t e = 0; e < n * C; ++e) x[e] *= 0.5f;

@@ -1,10 +1,11 @@
 #pragma once
-// load_model<Rwkv5<...>/Rwkv6<...>>(path, options): opens an RWKV model file,
-// recognised by its first bytes — "GGUF" (llama.cpp architecture rwkv6) or
-// 0x67676d66 (rwkv.cpp .bin, v5.2 or v6, FP32/FP16) — checks every tensor's
-// shape against its name and the file's hyperparameters, checks the compiled
-// static dimensions (shape_error naming both values), and returns views into
-// the mapping. Only tensors that must change are copied: misaligned data (the
+// load_model<Rwkv5<...>/Rwkv6<...>/Rwkv7<...>>(path, options): opens an RWKV model
+// file, recognised by its first bytes — "GGUF" (llama.cpp architecture rwkv6 or
+// rwkv7) or 0x67676d66 (rwkv.cpp .bin, v5.2, v6 or v7, FP32/FP16) — checks every
+// tensor's shape against its name and the file's hyperparameters, checks the
+// compiled static dimensions (shape_error naming both values), requires every
+// tensor of the file to be read (a stray one is a format_error naming it), and
+// returns views into the mapping. Only tensors that must change are copied: misaligned data (the
 // .bin format has no alignment), FP16 vectors, and v5 mix coefficients, which
 // become maa = 1 - mix so that v5 and v6 share one token-shift formula.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <span>
 #include <utility>
 #include <string>
@@ -21,6 +23,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/io/arch/rwkv6.hpp"
+#include "archetype/io/arch/rwkv7.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/io/mapped_file.hpp"
 #include "archetype/io/rwkv_bin.hpp"
@@ -59,10 +62,22 @@ public:
     explicit rwkv_tensor_binder(std::vector<std::vector<float>>& owned) : owned_(owned) {}
 
     template <class T>
-    void expect(const T& t, std::vector<std::uint64_t> ne) const {
+    void expect(const T& t, std::vector<std::uint64_t> ne) {
         if (rwkv_trim_ones(t.ne) != rwkv_trim_ones(ne))
             throw format_error("tensor '" + t.name + "' has shape " + rwkv_shape_str(t.ne) + ", expected " +
                                rwkv_shape_str(ne));
+        used_.insert(t.name);
+    }
+    /// A tensor the file carries and the model does not read, with the reason in the caller.
+    void known_unused(const std::string& name) { used_.insert(name); }
+
+    /// Every tensor of `tensors` was read (or declared unused): else a format_error naming the first other.
+    template <class Tensors>
+    void check_all_bound(const Tensors& tensors) const {
+        for (const auto& t : tensors)
+            if (!used_.count(t.name))
+                throw format_error("tensor '" + t.name + "' is not read by this RWKV model (a tensor the loader does "
+                                   "not know: refusing rather than dropping it)");
     }
 
     /// A float vector of the given shape (F32 in place when aligned; F16 converted).
@@ -131,13 +146,16 @@ private:
         return reinterpret_cast<std::uintptr_t>(p) % a == 0;
     }
     std::vector<std::vector<float>>& owned_;
+    std::set<std::string> used_;
 };
+
+inline std::string rwkv_version_name(int v) { return v == 5 ? "5.2" : std::to_string(v); }
 
 template <class Arch>
 void rwkv_check_static(const rwkv_hparams& hp, int file_version) {
     if (file_version != Arch::version)
-        throw shape_error("the file is an RWKV v" + std::string(file_version == 5 ? "5.2" : "6") + " model, but " +
-                          Arch::type_name() + " is RWKV v" + std::string(Arch::version == 5 ? "5.2" : "6") +
+        throw shape_error("the file is an RWKV v" + rwkv_version_name(file_version) + " model, but " +
+                          Arch::type_name() + " is RWKV v" + rwkv_version_name(Arch::version) +
                           ": load it as Rwkv" + std::to_string(file_version) + "<...>");
     if (Arch::embd != dynamic && Arch::embd != hp.n_embd)
         throw shape_error(Arch::type_name() + " was compiled for D = " + std::to_string(Arch::embd) +
@@ -160,10 +178,100 @@ void rwkv_check_storage(const rwkv_weights& W) {
         for (std::size_t l = W.range.first; l < W.layers.size(); ++l) {
             const auto& L = W.layers[l];
             const std::string p = "layer " + std::to_string(l) + " ";
-            for (auto* w : {&L.wr, &L.wk, &L.wv, &L.wg, &L.wo}) check(*w, p + "time-mix matrix");
-            for (auto* w : {&L.ffn_k, &L.ffn_v, &L.ffn_r}) check(*w, p + "channel-mix matrix");
+            for (auto* w : {&L.wr, &L.wk, &L.wv, &L.wg, &L.wo})
+                if (w->data) check(*w, p + "time-mix matrix"); // v7 has no gate matrix
+            for (auto* w : {&L.ffn_k, &L.ffn_v, &L.ffn_r})
+                if (w->data) check(*w, p + "channel-mix matrix"); // nor a channel-mix receptance
         }
     }
+}
+
+/// RWKV-7 weights from either file kind (hp filled but for what the tensors
+/// say): `gguf` picks llama.cpp's rwkv7 names, else rwkv.cpp's v7 names
+/// (../shared/fixtures/README.md §3.2, §3.6).
+template <class Arch, class File>
+void rwkv7_bind(rwkv_model<Arch>& m, const File& f, bool gguf, const rwkv_load_options& opt) {
+    auto& hp = m.weights.hp;
+    auto T = [&](const std::string& name) -> const auto& { return f.tensor(name); };
+    auto nm = [&](std::size_t l, const char* g, const char* b) {
+        return gguf ? "blk." + std::to_string(l) + "." + g : "blocks." + std::to_string(l) + "." + b;
+    };
+    // the LoRA ranks, from the first LoRA matrices ([C, D]); the value residual's from layer 1
+    auto rank = [&](const std::string& name) -> std::size_t {
+        const auto& t = T(name);
+        if (t.ne.size() != 2 || t.ne[0] != hp.n_embd)
+            throw format_error("tensor '" + name + "' has shape " + rwkv_shape_str(t.ne) + ", expected [" +
+                               std::to_string(hp.n_embd) + ", rank]");
+        return static_cast<std::size_t>(t.ne[1]);
+    };
+    if (!gguf) {
+        hp.n_lora_decay = rank(nm(0, "", "att.w1"));
+        hp.n_lora_iclr = rank(nm(0, "", "att.a1"));
+        hp.n_lora_gate = rank(nm(0, "", "att.g1"));
+        hp.n_lora_vres = hp.n_layer > 1 ? rank(nm(1, "", "att.v1")) : 0;
+    }
+    rwkv_check_static<Arch>(hp, 7);
+    const std::uint64_t C = hp.n_embd, V = hp.n_vocab, F = hp.n_ffn, N = hp.head_size, H = hp.n_head;
+    rwkv_tensor_binder b(m.owned);
+    auto& W = m.weights;
+    W.range = opt.layers.resolved(hp.n_layer);
+    if (W.range.first != 0)
+        throw shape_error("an RWKV-7 model cannot be split into stages that start after layer 0 (layers " +
+                          std::to_string(W.range.first) + ".." + std::to_string(W.range.last()) +
+                          "): every layer mixes its values toward layer 0's (v_first), which a stage would need "
+                          "from the one before it");
+    if (W.has_embedding()) {
+        W.emb = b.mat(T(gguf ? "token_embd.weight" : "emb.weight"), V, C);
+        W.ln0_w = b.vec(T(gguf ? "token_embd_norm.weight" : "blocks.0.ln0.weight"), {C});
+        W.ln0_b = b.vec(T(gguf ? "token_embd_norm.bias" : "blocks.0.ln0.bias"), {C});
+    }
+    if (W.has_head()) {
+        W.ln_out_w = b.vec(T(gguf ? "output_norm.weight" : "ln_out.weight"), {C});
+        W.ln_out_b = b.vec(T(gguf ? "output_norm.bias" : "ln_out.bias"), {C});
+        W.head = b.mat(T(gguf ? "output.weight" : "head.weight"), V, C);
+    }
+    const std::size_t DW = hp.n_lora_decay, DA = hp.n_lora_iclr, DV = hp.n_lora_vres, DG = hp.n_lora_gate;
+    for (std::size_t l = 0; l <= W.range.last(); ++l) { // grown layer by layer (see rwkv_load_bin)
+        auto& L = W.layers.emplace_back();
+        L.ln1_w = b.vec(T(nm(l, "attn_norm.weight", "ln1.weight")), {C});
+        L.ln1_b = b.vec(T(nm(l, "attn_norm.bias", "ln1.bias")), {C});
+        L.ln2_w = b.vec(T(nm(l, "attn_norm_2.weight", "ln2.weight")), {C});
+        L.ln2_b = b.vec(T(nm(l, "attn_norm_2.bias", "ln2.bias")), {C});
+        const auto& lerp = T(nm(l, "time_mix_lerp_fused.weight", "att.x_rwkvag"));
+        const float* fused = b.vec(lerp, gguf ? std::vector<std::uint64_t>{C, 1, 1, 6} : std::vector<std::uint64_t>{C, 1, 6});
+        for (std::size_t c = 0; c < 6; ++c) L.lerp7[c] = fused + c * C;
+        L.decay = b.vec(T(nm(l, "time_mix_w0.weight", "att.w0")), {C});
+        L.decay_w1 = b.mat(T(nm(l, "time_mix_w1.weight", "att.w1")), DW, C);
+        L.decay_w2 = b.mat(T(nm(l, "time_mix_w2.weight", "att.w2")), C, DW);
+        L.iclr0 = b.vec(T(nm(l, "time_mix_a0.weight", "att.a0")), {C});
+        L.iclr_w1 = b.mat(T(nm(l, "time_mix_a1.weight", "att.a1")), DA, C);
+        L.iclr_w2 = b.mat(T(nm(l, "time_mix_a2.weight", "att.a2")), C, DA);
+        if (l > 0) {
+            L.vres0 = b.vec(T(nm(l, "time_mix_v0.weight", "att.v0")), {C});
+            L.vres_w1 = b.mat(T(nm(l, "time_mix_v1.weight", "att.v1")), DV, C);
+            L.vres_w2 = b.mat(T(nm(l, "time_mix_v2.weight", "att.v2")), C, DV);
+        } else if (gguf) {
+            // llama.cpp requires layer 0's v0/v1/v2; the converter writes copies of the a-LoRA
+            // there (layer 0 has no value residual): present, never read
+            for (const char* s : {"time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight"})
+                if (f.find_tensor(nm(0, s, ""))) b.known_unused(nm(0, s, ""));
+        }
+        L.gate_w1 = b.mat(T(nm(l, "time_mix_g1.weight", "att.g1")), DG, C);
+        L.gate_w2 = b.mat(T(nm(l, "time_mix_g2.weight", "att.g2")), C, DG);
+        L.k_k = b.vec(T(nm(l, "time_mix_k_k.weight", "att.k_k")), {C});
+        L.k_a = b.vec(T(nm(l, "time_mix_k_a.weight", "att.k_a")), {C});
+        L.r_k = b.vec(T(nm(l, "time_mix_r_k.weight", "att.r_k")), gguf ? std::vector<std::uint64_t>{C} : std::vector<std::uint64_t>{N, H});
+        L.wr = b.mat(T(nm(l, "time_mix_receptance.weight", "att.receptance.weight")), C, C);
+        L.wk = b.mat(T(nm(l, "time_mix_key.weight", "att.key.weight")), C, C);
+        L.wv = b.mat(T(nm(l, "time_mix_value.weight", "att.value.weight")), C, C);
+        L.wo = b.mat(T(nm(l, "time_mix_output.weight", "att.output.weight")), C, C);
+        L.lnx_w = b.vec(T(nm(l, "time_mix_ln.weight", "att.ln_x.weight")), {C});
+        L.lnx_b = b.vec(T(nm(l, "time_mix_ln.bias", "att.ln_x.bias")), {C});
+        L.ffn_maa_k = b.vec(T(nm(l, "channel_mix_lerp_k.weight", "ffn.x_k")), {C});
+        L.ffn_k = b.mat(T(nm(l, "channel_mix_key.weight", "ffn.key.weight")), F, C);
+        L.ffn_v = b.mat(T(nm(l, "channel_mix_value.weight", "ffn.value.weight")), C, F);
+    }
+    if (W.range.count == hp.n_layer) b.check_all_bound(f.tensors());
 }
 
 template <class Arch>
@@ -174,16 +282,18 @@ void rwkv_load_bin(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::s
     auto& hp = m.weights.hp;
     int version;
     if (f->find_tensor("blocks.0.att.time_maa_x")) version = 6;
-    else if (f->find_tensor("blocks.0.att.x_rwkvag")) throw format_error("RWKV-7 rwkv.cpp files are not supported");
+    else if (f->find_tensor("blocks.0.att.x_rwkvag")) version = 7;
     else if (f->find_tensor("blocks.0.att.time_faaaa") && f->find_tensor("blocks.0.att.time_mix_g")) version = 5;
     else throw format_error("not an RWKV v5.2 or v6 model (no blocks.0.att.time_maa_x or time_faaaa/time_mix_g; "
                             "RWKV v4 and v5.0 are not supported)");
-    const auto& faaaa = f->tensor("blocks.0.att.time_faaaa");
-    const auto& fn = faaaa.ne;
+    // heads: time_faaaa [1, N, H] (v5.2, v6) or r_k [N, H] (v7; [N] for one head)
+    const char* heads_of = version == 7 ? "blocks.0.att.r_k" : "blocks.0.att.time_faaaa";
+    const auto fn = version == 7 ? rwkv_trim_ones(f->tensor(heads_of).ne) : f->tensor(heads_of).ne;
     std::size_t N, H;
     if (fn.size() == 3 && fn[0] == 1) { N = fn[1]; H = fn[2]; }
     else if (fn.size() == 2) { N = fn[0]; H = fn[1]; }
-    else throw format_error("tensor 'blocks.0.att.time_faaaa' has shape " + rwkv_shape_str(fn) + ", expected [1, N, H]");
+    else if (fn.size() == 1 && version == 7) { N = fn[0]; H = 1; }
+    else throw format_error("tensor '" + std::string(heads_of) + "' has shape " + rwkv_shape_str(fn) + ", expected [1, N, H]");
     hp.version = version;
     hp.n_vocab = h.n_vocab;
     hp.n_embd = h.n_embed;
@@ -191,7 +301,7 @@ void rwkv_load_bin(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::s
     hp.head_size = N;
     hp.n_head = H;
     if (N * H != hp.n_embd)
-        throw format_error("time_faaaa gives " + std::to_string(H) + " heads of " + std::to_string(N) +
+        throw format_error(std::string(heads_of) + " gives " + std::to_string(H) + " heads of " + std::to_string(N) +
                            ", which do not make n_embed = " + std::to_string(hp.n_embd));
     const auto& fk = f->tensor("blocks.0.ffn.key.weight");
     if (fk.ne.size() != 2) throw format_error("tensor 'blocks.0.ffn.key.weight' has shape " + rwkv_shape_str(fk.ne) + ", expected [n_embed, n_ffn]");
@@ -207,7 +317,18 @@ void rwkv_load_bin(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::s
     }
     hp.ln_eps = 1e-5f; // rwkv.cpp's fixed LayerNorm eps
     hp.gn_eps = opt.group_norm_eps;
-    rwkv_check_static<Arch>(hp, version);
+    const auto keep = [&] {
+        m.source = "rwkv.cpp .bin v" + std::to_string(h.version) + " " +
+                   std::string(rwkv_bin::data_type_name(h.data_type)) + " (RWKV v" + rwkv_version_name(version) + ")";
+        m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const rwkv_bin::file>>>(
+            std::move(owner), f);
+    };
+    rwkv_check_static<Arch>(hp, version); // a version mismatch, or a static dimension the file does not have
+    if constexpr (Arch::version == 7) {
+        rwkv7_bind(m, *f, false, opt);
+        keep();
+        return;
+    }
 
     const std::uint64_t C = hp.n_embd, V = hp.n_vocab, F = hp.n_ffn, DM = hp.n_lora_mix, DD = hp.n_lora_decay;
     rwkv_tensor_binder b(m.owned);
@@ -273,10 +394,8 @@ void rwkv_load_bin(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::s
             L.ffn_maa_r = one_minus(p + "ffn.time_mix_r");
         }
     }
-    m.source = "rwkv.cpp .bin v" + std::to_string(h.version) + " " + std::string(rwkv_bin::data_type_name(h.data_type)) +
-               " (RWKV v" + (version == 5 ? "5.2" : "6") + ")";
-    m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const rwkv_bin::file>>>(
-        std::move(owner), f);
+    if (W.range.count == hp.n_layer) b.check_all_bound(f->tensors());
+    keep();
 }
 
 template <class Arch>
@@ -285,7 +404,31 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
     if constexpr (Arch::version == 5) {
         throw shape_error("GGUF has no RWKV-5 architecture; " + Arch::type_name() +
                           " loads rwkv.cpp .bin files (llama.cpp runs v5.2 rewritten as rwkv6: load that as Rwkv6)");
+    } else if constexpr (Arch::version == 7) {
+        const auto f = std::make_shared<const gguf::file>(gguf::file::from_memory(bytes));
+        if (f->architecture() == "rwkv6") rwkv_check_static<Arch>(m.weights.hp, 6); // names the version mismatch
+        const auto ah = arch::rwkv7_hparams::from_gguf(*f);
+        auto& hp = m.weights.hp;
+        hp.version = 7;
+        hp.n_vocab = ah.n_vocab;
+        hp.n_embd = ah.n_embd;
+        hp.n_layer = ah.n_layer;
+        hp.head_size = ah.head_size;
+        hp.n_head = ah.n_embd / ah.head_size;
+        hp.n_ffn = ah.n_ffn;
+        hp.n_lora_decay = ah.n_lora_decay;
+        hp.n_lora_iclr = ah.n_lora_iclr;
+        hp.n_lora_vres = ah.n_lora_vres;
+        hp.n_lora_gate = ah.n_lora_gate;
+        hp.ln_eps = ah.ln_eps;
+        hp.gn_eps = opt.group_norm_eps;
+        rwkv7_bind(m, *f, true, opt);
+        m.source = "GGUF rwkv7";
+        m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const gguf::file>>>(
+            std::move(owner), f);
     } else {
+        if (const auto a = gguf::file::from_memory(bytes).architecture(); a == "rwkv7")
+            rwkv_check_static<Arch>(m.weights.hp, 7); // names the version mismatch
         const auto f = std::make_shared<const gguf::file>(gguf::file::from_memory(bytes));
         const auto ah = arch::rwkv6_hparams::from_gguf(*f);
         auto& hp = m.weights.hp;
@@ -353,6 +496,7 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
             L.ffn_v = b.mat(T(n("channel_mix_value.weight")), C, F);
             L.ffn_r = b.mat(T(n("channel_mix_receptance.weight")), C, C);
         }
+        if (W.range.count == hp.n_layer) b.check_all_bound(f->tensors());
         m.source = "GGUF rwkv6";
         m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const gguf::file>>>(
             std::move(owner), f);
@@ -374,7 +518,7 @@ rwkv_model<Arch> rwkv_load_bytes(std::span<const std::byte> bytes, std::shared_p
 
 } // namespace detail
 
-/// Loads an RWKV model (GGUF rwkv6 or rwkv.cpp .bin, told apart by the magic).
+/// Loads an RWKV model (GGUF rwkv6 / rwkv7 or rwkv.cpp .bin, told apart by the magic).
 /// Weights stay in the read-only mapping of the file.
 template <class Arch>
     requires RwkvArchitecture<Arch>
