@@ -47,8 +47,9 @@ int run(const std::string& args) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1000 + rc; // a signal is never acceptable
 }
 
-void check(const std::string& model, const std::string& expected_dir, const std::string& extra) {
-    for (const std::string prompt : {"prompt3", "fox88-utf16le"})
+void check(const std::string& model, const std::string& expected_dir, const std::string& extra,
+           const std::vector<std::string>& prompts = {"prompt3", "fox88-utf16le"}) {
+    for (const std::string& prompt : prompts)
         for (const std::string mode : {"batch", "sequential", "chunked"}) {
             const std::string out = tmp_file("logits.bin");
             const int rc = run("--model '" + fixtures_dir() + "/" + model + "' --ids '" + ids_of(prompt) +
@@ -70,6 +71,12 @@ BOOST_AUTO_TEST_CASE(v6_files) {
     check("tiny-rwkv-6v0-1m-F32.gguf", exp, "");
     check("tiny-rwkv-6v0-1m-FP32.bin", exp, "");
     check("tiny-rwkv-6v0-1m-FP16.bin", exp, "--group-norm-eps 64e-5");
+}
+
+BOOST_AUTO_TEST_CASE(v7_files) {
+    const auto exp = fixtures_dir() + "/expected/tiny-rwkv-7v0-834K/gn64e-5";
+    check("tiny-rwkv-7v0-834K-F32.gguf", exp, "", {"prompt3"});
+    check("tiny-rwkv-7v0-834K-FP32.bin", exp, "", {"prompt3"});
 }
 
 BOOST_AUTO_TEST_CASE(v5_both_eps) {
