@@ -151,6 +151,20 @@ private:
 
 inline std::string rwkv_version_name(int v) { return v == 5 ? "5.2" : std::to_string(v); }
 
+/// The hyperparameters every RWKV GGUF gives (io/arch/rwkv_gguf.hpp), and the load options'.
+inline void rwkv_set_gguf_dims(rwkv_hparams& hp, int version, const arch::rwkv_gguf_dims& d,
+                               const rwkv_load_options& opt) {
+    hp.version = version;
+    hp.n_vocab = d.n_vocab;
+    hp.n_embd = d.n_embd;
+    hp.n_layer = d.n_layer;
+    hp.head_size = d.head_size;
+    hp.n_head = d.n_embd / d.head_size;
+    hp.n_ffn = d.n_ffn;
+    hp.ln_eps = d.ln_eps;
+    hp.gn_eps = opt.group_norm_eps;
+}
+
 template <class Arch>
 void rwkv_check_static(const rwkv_hparams& hp, int file_version) {
     if (file_version != Arch::version)
@@ -409,19 +423,11 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
         if (f->architecture() == "rwkv6") rwkv_check_static<Arch>(m.weights.hp, 6); // names the version mismatch
         const auto ah = arch::rwkv7_hparams::from_gguf(*f);
         auto& hp = m.weights.hp;
-        hp.version = 7;
-        hp.n_vocab = ah.n_vocab;
-        hp.n_embd = ah.n_embd;
-        hp.n_layer = ah.n_layer;
-        hp.head_size = ah.head_size;
-        hp.n_head = ah.n_embd / ah.head_size;
-        hp.n_ffn = ah.n_ffn;
+        rwkv_set_gguf_dims(hp, 7, ah, opt);
         hp.n_lora_decay = ah.n_lora_decay;
         hp.n_lora_iclr = ah.n_lora_iclr;
         hp.n_lora_vres = ah.n_lora_vres;
         hp.n_lora_gate = ah.n_lora_gate;
-        hp.ln_eps = ah.ln_eps;
-        hp.gn_eps = opt.group_norm_eps;
         rwkv7_bind(m, *f, true, opt);
         m.source = "GGUF rwkv7";
         m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const gguf::file>>>(
@@ -432,17 +438,9 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
         const auto f = std::make_shared<const gguf::file>(gguf::file::from_memory(bytes));
         const auto ah = arch::rwkv6_hparams::from_gguf(*f);
         auto& hp = m.weights.hp;
-        hp.version = 6;
-        hp.n_vocab = ah.n_vocab;
-        hp.n_embd = ah.n_embd;
-        hp.n_layer = ah.n_layer;
-        hp.head_size = ah.head_size;
-        hp.n_head = ah.n_embd / ah.head_size;
-        hp.n_ffn = ah.n_ffn;
+        rwkv_set_gguf_dims(hp, 6, ah, opt);
         hp.n_lora_mix = ah.n_lora_mix;
         hp.n_lora_decay = ah.n_lora_decay;
-        hp.ln_eps = ah.ln_eps;
-        hp.gn_eps = opt.group_norm_eps;
         hp.rescale_every = ah.rescale_every;
         rwkv_check_static<Arch>(hp, 6);
 
