@@ -37,6 +37,7 @@ constexpr command commands[] = {
     {"quantize", archetype::tools::cmd_quantize, "rewrite a GGUF with weights as F16, BF16, Q8_0, Q4_0 ..."},
     {"logits", archetype::tools::cmd_logits, "logits of every position of a prompt (decoders, RWKV)"},
     {"describe", archetype::tools::cmd_describe, "print the resolved architecture of a model file"},
+    {"tokenize", archetype::tools::cmd_tokenize, "a text's token ids and pieces, as llama-tokenize prints them"},
     {"generate", archetype::tools::cmd_generate, "generate text from a prompt with a decoder GGUF (streams tokens)"},
     {"perplexity", archetype::tools::cmd_perplexity, "perplexity of a text file, llama-perplexity's conventions"},
     // commands are added here, one line each

@@ -20,6 +20,7 @@ int cmd_logits(int argc, char** argv);
 int cmd_describe(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 // further commands are declared here, one line each
 
 /// Parses one number in [lo, hi]; throws archetype::argument_error naming the flag and value.
