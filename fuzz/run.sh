@@ -4,8 +4,11 @@
 # so the fixtures stay read-only). Crashes land in fuzz/artifacts/ (or $ARTIFACTS).
 #   fuzz/run.sh 1800          # the 30-minute run
 #   BUILD=/tmp/bf CORPUS=/tmp/gguf-corpus fuzz/run.sh 60
+#   fuzz/run.sh 600 hf        # the Hugging Face checkpoint fuzzer (config.json +
+#                             # safetensors), seeded with tests/data/zoo/*/hf*/
 set -euo pipefail
 seconds=${1:-60}
+target=${2:-gguf}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 build=${BUILD:-$src/build-fuzz}
@@ -17,7 +20,7 @@ if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx meson setup "$build" "$src" -Db_lundef=false -Dtests=false -Dexamples=false \
     -Dbenchmarks=false -Dtools=false -Dfuzz=true >/dev/null
 fi
-ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds >/dev/null
+ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds fuzz/fuzz_hf_checkpoint >/dev/null
 
 # CORPUS=DIR keeps the corpus between runs; by default it is a temporary directory.
 if [ -n "${CORPUS:-}" ]; then
@@ -25,6 +28,24 @@ if [ -n "${CORPUS:-}" ]; then
 else
   corpus=$(mktemp -d /tmp/archetype-fuzz-corpus.XXXXXX)
   trap 'rm -rf "$corpus"' EXIT
+fi
+if [ "$target" = hf ]; then
+  # one seed per checkpoint directory: u16 little-endian length of config.json, config.json,
+  # model.safetensors (fuzz/fuzz_hf_checkpoint.cpp)
+  n=0
+  for d in "$src"/tests/data/zoo/*/hf "$src"/tests/data/zoo/*/hf-bf16; do
+    [ -f "$d/config.json" ] || continue
+    L=$(stat -c %s "$d/config.json")
+    { printf "\\x$(printf %02x $((L & 255)))\\x$(printf %02x $((L >> 8)))"; cat "$d/config.json" "$d/model.safetensors"; } \
+      > "$corpus/seed$n.bin"
+    n=$((n+1))
+  done
+  echo "fuzz_hf_checkpoint: $n checkpoint seeds, $seconds s" >&2
+  mkdir -p "$artifacts"
+  # the checkpoints are ~0.4 MB: a max_len below that would cut every seed
+  "$build/fuzz/fuzz_hf_checkpoint" "$corpus" -max_total_time="$seconds" -max_len="${MAX_LEN:-1048576}" \
+    -rss_limit_mb=2048 -timeout=120 -print_final_stats=1 -artifact_prefix="$artifacts/"
+  exit 0
 fi
 n=0
 while IFS= read -r -d '' f; do
