@@ -63,15 +63,15 @@ struct family {
 /// The families a checkpoint directory may be, with the converter's rules.
 inline const std::vector<family>& families() {
     static const std::vector<family> f = {
-        {"LlamaForCausalLM", "llama", true},
-        {"MistralForCausalLM", "llama", true, false, false, false, true},
-        {"Qwen2ForCausalLM", "qwen2"},
-        {"Qwen3ForCausalLM", "qwen3"},
-        {"GraniteForCausalLM", "granite", true},
-        {"SmolLM3ForCausalLM", "smollm3", true},
-        {"Olmo2ForCausalLM", "olmo2", false, false, true},
-        {"Gemma2ForCausalLM", "gemma2", false, true, true, false, true},
-        {"StableLmForCausalLM", "stablelm", false, false, false, true},
+        {.hf_class = "LlamaForCausalLM", .gguf_arch = "llama", .permute_qk = true},
+        {.hf_class = "MistralForCausalLM", .gguf_arch = "llama", .permute_qk = true, .window = true},
+        {.hf_class = "Qwen2ForCausalLM", .gguf_arch = "qwen2"},
+        {.hf_class = "Qwen3ForCausalLM", .gguf_arch = "qwen3"},
+        {.hf_class = "GraniteForCausalLM", .gguf_arch = "granite", .permute_qk = true},
+        {.hf_class = "SmolLM3ForCausalLM", .gguf_arch = "smollm3", .permute_qk = true},
+        {.hf_class = "Olmo2ForCausalLM", .gguf_arch = "olmo2", .post_norms = true},
+        {.hf_class = "Gemma2ForCausalLM", .gguf_arch = "gemma2", .norm_plus_one = true, .post_norms = true, .window = true},
+        {.hf_class = "StableLmForCausalLM", .gguf_arch = "stablelm", .layer_norm = true},
     };
     return f;
 }
@@ -352,11 +352,9 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
     auto permuted = [&](const std::string& gname, const safetensors::tensor_info& t, std::uint64_t heads) {
         // rows (h, half, i) -> (h, i, half): LlamaModel.permute
         const std::uint64_t rows = t.shape.empty() ? 0 : t.shape[0];
-        const std::size_t esz = safetensors::dtype_size(t.type);
         const std::size_t row_bytes = rows ? t.n_bytes() / rows : 0;
         if (rows == 0 || rows % (2 * heads) != 0)
             throw format_error("tensor '" + t.name + "' has " + std::to_string(rows) + " rows, not 2 x " + std::to_string(heads) + " heads");
-        (void)esz;
         const std::uint64_t hdh = rows / heads / 2;
         auto& b = owned.emplace_back(t.n_bytes());
         for (std::uint64_t h = 0; h < heads; ++h)
