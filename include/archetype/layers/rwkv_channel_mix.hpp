@@ -29,7 +29,8 @@ void rwkv_channel_mix(const rwkv_hparams& hp, std::size_t C, const rwkv_layer_we
     float* hid = ws.hid.data();
     float* y = ws.y.data();
     if constexpr (!Ffn::receptance) {
-        for (std::size_t e = 0; e < n * C; ++e) xk[e] = xf[e] + sx[e] * L.ffn_maa_k[e % C];
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t c = 0; c < C; ++c) xk[i * C + c] = xf[i * C + c] + sx[i * C + c] * L.ffn_maa_k[c];
         kernels::matmul(L.ffn_k, xk, C, n, hid, F, pool, rwkv_gemm_sum);
         kernels::relu_sq(hid, n * F);
         kernels::matmul(L.ffn_v, hid, F, n, y, C, pool, rwkv_gemm_sum);

@@ -433,9 +433,8 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
         m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const gguf::file>>>(
             std::move(owner), f);
     } else {
-        if (const auto a = gguf::file::from_memory(bytes).architecture(); a == "rwkv7")
-            rwkv_check_static<Arch>(m.weights.hp, 7); // names the version mismatch
         const auto f = std::make_shared<const gguf::file>(gguf::file::from_memory(bytes));
+        if (f->architecture() == "rwkv7") rwkv_check_static<Arch>(m.weights.hp, 7); // names the version mismatch
         const auto ah = arch::rwkv6_hparams::from_gguf(*f);
         auto& hp = m.weights.hp;
         rwkv_set_gguf_dims(hp, 6, ah, opt);
