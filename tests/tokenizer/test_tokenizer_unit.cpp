@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "archetype/io/gguf_writer.hpp"
+#include "archetype/runtime/tokenizer/bpe_pre.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
+#include "archetype/runtime/tokenizer/split_regex.hpp"
 #include "archetype/runtime/unicode.hpp"
 
 using namespace archetype;
@@ -130,6 +132,127 @@ BOOST_AUTO_TEST_CASE(smollm_digits) {
     std::vector<std::pair<std::size_t, std::size_t>> w;
     gpt2_split(" 12", w);
     BOOST_TEST(w.size() == 1u);
+}
+
+// ---- split patterns (split_regex.hpp): semantics worked out from PCRE/Oniguruma's rules
+
+static std::vector<std::string> split_with(std::initializer_list<std::string_view> patterns, const std::string& text) {
+    std::vector<char32_t> cps;
+    std::vector<std::size_t> off;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto u = unicode::decode_utf8(text, i);
+        cps.push_back(u.valid ? u.cp : invalid_cp);
+        off.push_back(i);
+        i += u.len;
+    }
+    off.push_back(text.size());
+    std::vector<std::pair<std::size_t, std::size_t>> pieces{{0, cps.size()}}, next;
+    for (auto p : patterns) {
+        const split_regex re(p);
+        next.clear();
+        for (auto [a, b] : pieces) re.split(cps, a, b, next);
+        pieces.swap(next);
+    }
+    std::vector<std::string> out;
+    for (auto [a, b] : pieces) out.push_back(text.substr(off[a], off[b] - off[a]));
+    return out;
+}
+
+using strings = std::vector<std::string>;
+
+BOOST_AUTO_TEST_CASE(split_regex_backtracks_greedy_runs) {
+    // \s+(?!\S) gives back the last space before a word; the gap between matches is a piece.
+    BOOST_TEST(split_with({R"(\s+(?!\S)| ?\p{L}+)"}, "a   b") == (strings{"a", "  ", " b"}), boost::test_tools::per_element());
+    // Leftmost-first alternation: the first alternative that matches wins, not the longest.
+    BOOST_TEST(split_with({"ab|abc"}, "abcx") == (strings{"ab", "cx"}), boost::test_tools::per_element());
+    // {1,3} counted greedily, lazy forms take the fewest.
+    BOOST_TEST(split_with({R"(\p{N}{1,3})"}, "1234567") == (strings{"123", "456", "7"}), boost::test_tools::per_element());
+    BOOST_TEST(split_with({"a+?"}, "aaa") == (strings{"a", "a", "a"}), boost::test_tools::per_element());
+    BOOST_TEST(split_with({"x(?:ab)+"}, "xababy") == (strings{"xabab", "y"}), boost::test_tools::per_element());
+    // A lookahead inside a repeated group (tekken/gpt-4o): a run of non-lower-case
+    // letters, then non-upper-case ones; "D" alone cannot end in one, so it is a gap.
+    BOOST_TEST(split_with({R"(((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+)"}, "HTMLParser ABcD") ==
+                   (strings{"HTMLParser", " ", "ABc", "D"}), boost::test_tools::per_element());
+    // (?i:...) folds ASCII case; [^...] classes with \p and escapes; $ is the piece's end.
+    BOOST_TEST(split_with({"(?i:'ll)"}, "I'LL we'll") == (strings{"I", "'LL", " we", "'ll"}), boost::test_tools::per_element());
+    BOOST_TEST(split_with({R"([^\r\n\p{L}\p{N}]?\p{L}+)"}, "\xC2\xA1Hola\n\xC3\xA9t\xC3\xA9") ==
+                   (strings{"\xC2\xA1Hola", "\n", "\xC3\xA9t\xC3\xA9"}), boost::test_tools::per_element());
+    BOOST_TEST(split_with({R"(\s+$)"}, "a  \nb  ") == (strings{"a  \nb", "  "}), boost::test_tools::per_element());
+    // Pieces of a first pattern are split again by the next, never joined.
+    BOOST_TEST(split_with({R"(\p{N})", R"( ?\p{N}+| ?\p{L}+)"}, "ab 12c") == (strings{"ab", " ", "1", "2", "c"}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(split_regex_matches_the_hand_written_gpt2_splitter) {
+    // Two implementations of one pattern must agree (the pattern list says gpt2 takes the
+    // hand-written path).
+    const std::string texts[] = {"Hello world  x\n\ny 's 123 !!", "   leading", "trailing   ", "\t\n \n  \t x",
+                                 "I'm can't WE'RE they've", "\xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80\xF0\x9F\x98\x80 ok",
+                                 "a\xFF\xFE b \xC3", "3.14 + x_1 == ''", "  \n\n   \t", ""};
+    const auto* rule = bpe_pre_by_name("gpt-2");
+    BOOST_REQUIRE(rule && rule->gpt2_fast_path && rule->patterns.size() == 1u);
+    for (const auto& t : texts) {
+        std::vector<std::pair<std::size_t, std::size_t>> w;
+        gpt2_split(t, w);
+        strings hand;
+        for (auto [a, n] : w) hand.push_back(t.substr(a, n));
+        auto engine = split_with({rule->patterns[0]}, t);
+        if (t.empty()) engine.clear();
+        BOOST_TEST(engine == hand, boost::test_tools::per_element());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(split_regex_refuses_what_it_does_not_know) {
+    auto refused = [](std::string_view p, std::string_view part) {
+        try {
+            split_regex re(p);
+        } catch (const format_error& e) {
+            const std::string what = e.what();
+            return what.find(std::string(p)) != std::string::npos && what.find(std::string(part)) != std::string::npos;
+        }
+        return false;
+    };
+    BOOST_TEST(refused(R"(\p{Lu}+)", "\\p{Lu}"));
+    BOOST_TEST(refused(R"(a\b)", "'\\b'"));
+    BOOST_TEST(refused("(?<=a)b", "(?<"));
+    BOOST_TEST(refused("a++", "possessive"));
+    BOOST_TEST(refused("(ab", "')'"));
+    BOOST_TEST(refused("ab)", "')'"));
+    BOOST_TEST(refused("[ab", "']'"));
+    BOOST_TEST(refused("a{3,1}", "m < n"));
+    BOOST_TEST(refused("*a", "quantifier"));
+    // Catastrophic backtracking is bounded: an error, not a hang or a stack overflow.
+    const split_regex bad("(?:a|aa)+b");
+    const std::u32string many(3000, U'a');
+    const std::vector<char32_t> cps(many.begin(), many.end());
+    BOOST_CHECK_THROW(bad.match_at(cps, 0, cps.size(), 0), format_error);
+}
+
+BOOST_AUTO_TEST_CASE(pre_tokenizer_names_follow_llama_cpp) {
+    // Every rule's patterns compile; the names the zoo's families write are known.
+    for (auto name : {"gpt-2", "llama-bpe", "qwen2", "smollm", "starcoder", "olmo", "stablelm2", "deepseek-llm",
+                      "deepseek-coder", "deepseek-v3", "falcon", "bloom", "viking", "tekken", "gpt-4o", "qwen35",
+                      "seed-coder", "bailingmoe", "laguna", "exaone-moe", "minicpm5", "command-r", "refact", "mpt"}) {
+        const auto* r = bpe_pre_by_name(name);
+        BOOST_REQUIRE_MESSAGE(r, name);
+        for (auto p : r->patterns) BOOST_CHECK_NO_THROW(split_regex{p});
+    }
+    BOOST_TEST(bpe_pre_by_name("llama-bpe")->ignore_merges);
+    BOOST_TEST(!bpe_pre_by_name("qwen2")->ignore_merges);
+    BOOST_TEST(bpe_pre_by_name("kimi-k2") == nullptr); // custom code in llama.cpp: refused
+}
+
+BOOST_AUTO_TEST_CASE(ignore_merges_takes_a_whole_word_token) {
+    bpe_tokenizer::config c;
+    for (int b = 0; b < 256; ++b) c.tokens.push_back(spell(std::string(1, char(b))));
+    for (auto t : {"ab", "abc"}) c.tokens.push_back(spell(t)); // 256 ab, 257 abc
+    c.merges = {spell("a") + " " + spell("b")};                 // no merge makes "abc"
+    c.pre = bpe_pre::patterns;
+    c.patterns = {R"(\p{L}+)"};
+    auto with = c;
+    with.ignore_merges = true;
+    BOOST_TEST(bpe_tokenizer(std::move(c)).encode("abc", false) == (ids_t{256, 'c'}), boost::test_tools::per_element());
+    BOOST_TEST(bpe_tokenizer(std::move(with)).encode("abc", false) == (ids_t{257}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(invalid_utf8_round_trips) {
@@ -334,6 +457,18 @@ BOOST_AUTO_TEST_CASE(picks_kind_from_metadata) {
     w3.set("tokenizer.ggml.bos_token_id", std::uint32_t(7));
     const auto b3 = w3.write_to_memory();
     BOOST_CHECK_THROW(load_tokenizer(gguf::file::from_memory(b3)), format_error);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_pre_tokenizer_is_refused_by_name) {
+    gguf::writer w;
+    w.set("tokenizer.ggml.model", std::string("gpt2"));
+    w.set("tokenizer.ggml.pre", std::string("kimi-k2"));
+    w.set("tokenizer.ggml.tokens", std::vector<std::string>{"a", "b"});
+    w.set("tokenizer.ggml.merges", std::vector<std::string>{"a b"});
+    const auto b = w.write_to_memory();
+    BOOST_CHECK_EXCEPTION(load_tokenizer(gguf::file::from_memory(b)), format_error, [](const format_error& e) {
+        return std::string(e.what()).find("'kimi-k2'") != std::string::npos;
+    });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,11 +4,13 @@
 //  1. special tokens (CONTROL and USER_DEFINED) are cut out of the text first;
 //  2. the pre-tokenizer splits the rest into words: GPT-2's regex
 //       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//     written out by hand over code points (no regex engine), and for "smollm"
-//     (SmolLM/SmolLM2) each \p{N} code point split off first, like the tokenizer.json's
-//     Digits(individual_digits) step;
+//     written out by hand over code points (the common case, kept fast), for "smollm"
+//     (SmolLM/SmolLM2, StarCoder) each \p{N} code point split off first, like the
+//     tokenizer.json's Digits(individual_digits) step; any other list of split patterns
+//     (bpe_pre.hpp: Llama 3, Qwen 2, ...) through split_regex;
 //  3. each word's bytes map to GPT-2's printable byte alphabet, one symbol per byte,
-//     and merges apply by rank.
+//     and merges apply by rank — unless `ignore_merges` is set and the whole word is a
+//     token (Llama 3), which is then taken as it is.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +23,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/runtime/tokenizer/merge.hpp"
+#include "archetype/runtime/tokenizer/split_regex.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 #include "archetype/runtime/unicode.hpp"
 
@@ -38,7 +41,7 @@ inline std::array<char32_t, 256> gpt2_byte_to_cp() {
     return m;
 }
 
-enum class bpe_pre { gpt2, smollm };
+enum class bpe_pre { gpt2, smollm, patterns };
 
 /// Splits text into GPT-2 pre-tokenizer words (byte ranges of text).
 inline void gpt2_split(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) {
@@ -106,12 +109,20 @@ public:
         std::vector<std::int32_t> types;      // token_type per token (empty: all normal)
         std::vector<std::string> merges;      // "left right", best first
         bpe_pre pre = bpe_pre::gpt2;
+        std::vector<std::string> patterns;    // for bpe_pre::patterns: applied in turn
+        bool ignore_merges = false;           // a word that is a token skips the merges
         std::int32_t bos = -1, eos = -1, unk = -1, pad = -1;
         bool add_bos = false, add_eos = false;
     };
 
-    explicit bpe_tokenizer(config c) : tokens_(std::move(c.tokens)), pre_(c.pre), add_bos_(c.add_bos), add_eos_(c.add_eos) {
+    explicit bpe_tokenizer(config c)
+        : tokens_(std::move(c.tokens)), pre_(c.pre), add_bos_(c.add_bos), add_eos_(c.add_eos),
+          ignore_merges_(c.ignore_merges) {
         n_vocab_ = tokens_.size();
+        if (pre_ == bpe_pre::patterns) {
+            if (c.patterns.empty()) throw format_error("a pattern pre-tokenizer needs at least one pattern");
+            for (const auto& p : c.patterns) patterns_.emplace_back(p);
+        }
         if (!c.types.empty() && c.types.size() != tokens_.size())
             throw format_error("token_type has " + std::to_string(c.types.size()) + " entries for " +
                                std::to_string(tokens_.size()) + " tokens");
@@ -172,6 +183,8 @@ public:
                     i += u.len;
                 }
                 if (start < frag.size()) split_offset(frag, start, frag.size(), words);
+            } else if (pre_ == bpe_pre::patterns) {
+                split_patterns(frag, words);
             } else {
                 gpt2_split(frag, words);
             }
@@ -218,8 +231,39 @@ private:
         for (std::size_t i = first; i < words.size(); ++i) words[i].first += a;
     }
 
+    // Applies the patterns in turn, each to every piece the previous one left.
+    void split_patterns(std::string_view frag, std::vector<std::pair<std::size_t, std::size_t>>& words) const {
+        std::vector<char32_t> cps;
+        std::vector<std::size_t> off;
+        cps.reserve(frag.size());
+        off.reserve(frag.size() + 1);
+        for (std::size_t i = 0; i < frag.size();) {
+            const auto u = unicode::decode_utf8(frag, i);
+            cps.push_back(u.valid ? u.cp : invalid_cp);
+            off.push_back(i);
+            i += u.len;
+        }
+        off.push_back(frag.size());
+        std::vector<std::pair<std::size_t, std::size_t>> pieces{{0, cps.size()}}, next;
+        for (const auto& re : patterns_) {
+            next.clear();
+            for (const auto& [a, b] : pieces) re.split(cps, a, b, next);
+            pieces.swap(next);
+        }
+        for (const auto& [a, b] : pieces)
+            if (b > a) words.emplace_back(off[a], off[b] - off[a]);
+    }
+
     void encode_word(std::string_view w, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
         syms.clear();
+        if (ignore_merges_) {
+            std::string mapped;
+            for (const char ch : w) unicode::append_utf8(mapped, byte_cp_[static_cast<unsigned char>(ch)]);
+            if (const auto it = to_id_.find(mapped); it != to_id_.end()) {
+                ids.push_back(it->second);
+                return;
+            }
+        }
         for (std::size_t i = 0; i < w.size(); ++i) {
             const auto id = byte_id_[static_cast<unsigned char>(w[i])];
             if (id < 0) continue; // dropped; its neighbours become adjacent, as in HF
@@ -253,7 +297,8 @@ private:
     std::array<std::int32_t, 256> byte_id_{};
     byte_trie specials_;
     bpe_pre pre_;
-    bool add_bos_, add_eos_;
+    std::vector<split_regex> patterns_;
+    bool add_bos_, add_eos_, ignore_merges_;
     bool all_bytes_ = true;
 };
 

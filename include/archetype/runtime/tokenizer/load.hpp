@@ -15,6 +15,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/runtime/tokenizer/bpe.hpp"
+#include "archetype/runtime/tokenizer/bpe_pre.hpp"
 #include "archetype/runtime/tokenizer/rwkv_trie.hpp"
 #include "archetype/runtime/tokenizer/spm.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
@@ -29,8 +30,8 @@ inline std::int32_t gguf_id(const gguf::file& f, std::string_view key) {
 } // namespace detail
 
 /// The tokenizer a GGUF file describes, chosen by tokenizer.ggml.model:
-/// "llama" (SentencePiece, also Gemma's), "gpt2" (byte-level BPE; pre-tokenizers
-/// "default"/"gpt2" and "smollm"), "bert" (WordPiece in llama.cpp's spelling: word
+/// "llama" (SentencePiece, also Gemma's), "gpt2" (byte-level BPE; the pre-tokenizer by
+/// tokenizer.ggml.pre, bpe_pre.hpp), "bert" (WordPiece in llama.cpp's spelling: word
 /// starts carry "▁", continuations are bare). Anything else is a format_error naming it.
 inline std::unique_ptr<tokenizer> load_tokenizer(const gguf::file& f) {
     const auto model = f.get<std::string>("tokenizer.ggml.model");
@@ -55,9 +56,17 @@ inline std::unique_ptr<tokenizer> load_tokenizer(const gguf::file& f) {
     if (model == "gpt2") {
         const auto pre = f.get_or<std::string>("tokenizer.ggml.pre", "default");
         bpe_tokenizer::config c;
-        if (pre == "default" || pre == "gpt2" || pre == "gpt-2") c.pre = bpe_pre::gpt2;
-        else if (pre == "smollm") c.pre = bpe_pre::smollm;
-        else throw format_error("tokenizer.ggml.pre '" + pre + "' is not supported (supported: default, gpt2, smollm)");
+        const auto* rule = bpe_pre_by_name(pre);
+        if (!rule)
+            throw format_error("tokenizer.ggml.pre '" + pre + "' is not supported (docs/tokenizers.md lists the "
+                               "pre-tokenizers archetype knows)");
+        if (rule->gpt2_fast_path) c.pre = bpe_pre::gpt2;
+        else if (rule->digits_then_gpt2) c.pre = bpe_pre::smollm;
+        else {
+            c.pre = bpe_pre::patterns;
+            c.patterns.assign(rule->patterns.begin(), rule->patterns.end());
+        }
+        c.ignore_merges = rule->ignore_merges;
         c.tokens = std::move(tokens);
         c.types = std::move(types);
         c.merges = f.get<std::vector<std::string>>("tokenizer.ggml.merges");
