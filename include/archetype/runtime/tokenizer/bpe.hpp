@@ -26,6 +26,7 @@
 #include "archetype/runtime/tokenizer/split_regex.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 #include "archetype/runtime/unicode.hpp"
+#include "archetype/runtime/unicode_nfc.hpp"
 
 namespace archetype::tokenizer {
 
@@ -111,13 +112,14 @@ public:
         bpe_pre pre = bpe_pre::gpt2;
         std::vector<std::string> patterns;    // for bpe_pre::patterns: applied in turn
         bool ignore_merges = false;           // a word that is a token skips the merges
+        bool nfc = false;                     // NFC-normalise text between special tokens
         std::int32_t bos = -1, eos = -1, unk = -1, pad = -1;
         bool add_bos = false, add_eos = false;
     };
 
     explicit bpe_tokenizer(config c)
         : tokens_(std::move(c.tokens)), pre_(c.pre), add_bos_(c.add_bos), add_eos_(c.add_eos),
-          ignore_merges_(c.ignore_merges) {
+          ignore_merges_(c.ignore_merges), nfc_(c.nfc) {
         n_vocab_ = tokens_.size();
         if (pre_ == bpe_pre::patterns) {
             if (c.patterns.empty()) throw format_error("a pattern pre-tokenizer needs at least one pattern");
@@ -168,8 +170,13 @@ public:
         if (add_special && add_bos_) ids.push_back(bos_);
         std::vector<std::pair<std::size_t, std::size_t>> words;
         std::vector<detail::symbol> syms;
+        std::string normalised;
         split_specials(specials_, text, [&](std::string_view frag) {
             words.clear();
+            if (nfc_) {
+                normalised = unicode::nfc(frag);
+                frag = normalised;
+            }
             if (pre_ == bpe_pre::smollm) {
                 // Each \p{N} code point becomes its own piece first.
                 std::size_t start = 0;
@@ -298,7 +305,7 @@ private:
     byte_trie specials_;
     bpe_pre pre_;
     std::vector<split_regex> patterns_;
-    bool add_bos_, add_eos_, ignore_merges_;
+    bool add_bos_, add_eos_, ignore_merges_, nfc_;
     bool all_bytes_ = true;
 };
 

@@ -1,0 +1,242 @@
+#pragma once
+// A Hugging Face tokenizer.json, the tokenizer of a checkpoint directory:
+//  - model "WordPiece": load_wordpiece (BERT, MiniLM);
+//  - model "BPE" with a byte-level pre-tokenizer (GPT-2, Llama 3, Qwen 2, SmolLM,
+//    StarCoder, OLMo, ...): bpe_tokenizer with the file's own split patterns
+//    (`Split{Regex, "Isolated"}` steps, `Digits`, `ByteLevel{use_regex}`), merges (as
+//    "a b" strings or [a, b] pairs), `ignore_merges`, the added tokens (special ones as
+//    control tokens, others as user-defined; both are cut out of the text first, as HF
+//    does) and the BOS/EOS its post-processor adds (TemplateProcessing, RobertaProcessing,
+//    or a Sequence holding one).
+// The NFC normaliser is applied (unicode::nfc). Whatever else the file asks for —
+// SentencePiece-style BPE (byte_fallback), other normalisers, a pre-tokenizer step or
+// split behaviour not listed, a subword prefix — is a format_error naming it, never
+// ignored. BOS/EOS ids: the post-processor's tokens; else tokenizer_config.json's
+// bos_token / eos_token beside the file; else config.json's bos_token_id / eos_token_id.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "archetype/core/error.hpp"
+#include "archetype/runtime/tokenizer/bpe.hpp"
+#include "archetype/runtime/tokenizer/bpe_pre.hpp"
+#include "archetype/runtime/tokenizer/load.hpp"
+#include "archetype/runtime/tokenizer/tokenizer.hpp"
+#include "archetype/runtime/unicode.hpp"
+
+namespace archetype::tokenizer {
+
+namespace detail::tj {
+using json = nlohmann::json;
+
+inline json read_json(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw io_error("cannot open '" + p.string() + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+        return json::parse(ss.str());
+    } catch (const std::exception& e) {
+        throw format_error("'" + p.string() + "' is not valid JSON: " + e.what());
+    }
+}
+
+inline std::string type_of(const json& j) {
+    return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+}
+
+// One pre-tokenizer step as split patterns; sets `byte_level` when it is ByteLevel.
+inline void add_step(const json& step, std::vector<std::string>& patterns, bool& byte_level, const std::string& where) {
+    const auto t = type_of(step);
+    if (t == "Sequence") {
+        for (const auto& s : step.at("pretokenizers")) add_step(s, patterns, byte_level, where);
+    } else if (t == "ByteLevel") {
+        if (step.value("add_prefix_space", false))
+            throw format_error(where + ": ByteLevel add_prefix_space=true is not supported");
+        byte_level = true;
+        if (step.value("use_regex", true)) patterns.emplace_back(detail::pre::gpt2_re);
+    } else if (t == "Split") {
+        const auto& pat = step.at("pattern");
+        std::string p;
+        if (pat.contains("Regex")) p = pat["Regex"].get<std::string>();
+        else if (pat.contains("String")) {
+            // A literal: every character escaped.
+            for (const char c : pat["String"].get<std::string>()) {
+                if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) p += '\\';
+                p += c;
+            }
+        } else throw format_error(where + ": Split pattern is neither Regex nor String");
+        const auto behavior = step.value("behavior", std::string("Isolated"));
+        if (behavior != "Isolated")
+            throw format_error(where + ": Split behavior '" + behavior + "' is not supported (only Isolated)");
+        if (step.value("invert", false)) throw format_error(where + ": Split invert=true is not supported");
+        patterns.push_back(std::move(p));
+    } else if (t == "Digits") {
+        patterns.emplace_back(step.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
+    } else {
+        throw format_error(where + ": pre_tokenizer '" + (t.empty() ? step.dump().substr(0, 60) : t) +
+                           "' is not supported with a BPE model");
+    }
+}
+
+inline std::int32_t id_of(const std::vector<std::string>& tokens, const std::string& s) {
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] == s) return static_cast<std::int32_t>(i);
+    return -1;
+}
+
+inline std::string token_text(const json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return "";
+}
+
+inline std::int32_t first_id(const json& v) {
+    if (v.is_number_integer()) return v.get<std::int32_t>();
+    if (v.is_array() && !v.empty() && v[0].is_number_integer()) return v[0].get<std::int32_t>();
+    return -1;
+}
+
+// BOS/EOS the post-processor adds to a single sequence.
+inline void post_processor_specials(const json& pp, const std::vector<std::string>& tokens, std::int32_t& bos,
+                                    std::int32_t& eos, bool& add_bos, bool& add_eos, const std::string& where) {
+    const auto t = type_of(pp);
+    if (pp.is_null() || t == "ByteLevel") return;
+    if (t == "Sequence") {
+        for (const auto& p : pp.at("processors")) post_processor_specials(p, tokens, bos, eos, add_bos, add_eos, where);
+        return;
+    }
+    auto special_id = [&](const std::string& name) {
+        const auto id = id_of(tokens, name);
+        if (id < 0) throw format_error(where + ": post_processor token '" + name + "' is not in the vocabulary");
+        return id;
+    };
+    if (t == "TemplateProcessing") {
+        const auto& single = pp.at("single");
+        bool seen_a = false;
+        for (const auto& piece : single) {
+            if (piece.contains("Sequence")) { seen_a = true; continue; }
+            const auto name = piece.at("SpecialToken").at("id").get<std::string>();
+            if (!seen_a) { bos = special_id(name); add_bos = true; }
+            else { eos = special_id(name); add_eos = true; }
+        }
+        return;
+    }
+    if (t == "RobertaProcessing" || t == "BertProcessing") {
+        bos = special_id(pp.at("cls").at(0).get<std::string>());
+        eos = special_id(pp.at("sep").at(0).get<std::string>());
+        add_bos = add_eos = true;
+        return;
+    }
+    throw format_error(where + ": post_processor '" + t + "' is not supported");
+}
+} // namespace detail::tj
+
+/// The tokenizer of a Hugging Face tokenizer.json (see the top of this file).
+inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
+    namespace tj = detail::tj;
+    const std::filesystem::path p(path);
+    const auto j = tj::read_json(p);
+    const std::string where = "'" + path + "'";
+    try {
+        const auto& m = j.at("model");
+        const auto mtype = tj::type_of(m);
+        if (mtype == "WordPiece") return load_wordpiece(path);
+        if (mtype != "BPE") throw format_error(where + ": model type '" + mtype + "' is not supported (BPE, WordPiece)");
+        if (m.value("byte_fallback", false))
+            throw format_error(where + ": a BPE model with byte_fallback (SentencePiece-style BPE) is not supported yet");
+        for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
+            if (m.contains(k) && !m[k].is_null() && !m[k].get<std::string>().empty())
+                throw format_error(where + ": BPE " + k + " is not supported");
+        if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() != 0.0)
+            throw format_error(where + ": BPE dropout is not supported");
+
+        bpe_tokenizer::config c;
+        const auto& vocab = m.at("vocab");
+        std::size_t n = vocab.size();
+        for (const auto& t : j.value("added_tokens", tj::json::array())) {
+            const auto id = t.at("id").get<std::int64_t>();
+            if (id < 0 || id > (1 << 24)) throw format_error(where + ": added token id " + std::to_string(id) + " out of range");
+            n = std::max(n, static_cast<std::size_t>(id) + 1);
+        }
+        c.tokens.assign(n, std::string());
+        c.types.assign(n, static_cast<std::int32_t>(token_type::normal));
+        std::vector<bool> seen(n, false);
+        auto place = [&](std::int64_t id, const std::string& tok) {
+            if (id < 0 || static_cast<std::size_t>(id) >= n)
+                throw format_error(where + ": token '" + tok + "' has id " + std::to_string(id) + " out of 0.." +
+                                   std::to_string(n - 1));
+            if (seen[static_cast<std::size_t>(id)] && c.tokens[static_cast<std::size_t>(id)] != tok)
+                throw format_error(where + ": id " + std::to_string(id) + " is both '" +
+                                   c.tokens[static_cast<std::size_t>(id)] + "' and '" + tok + "'");
+            seen[static_cast<std::size_t>(id)] = true;
+            c.tokens[static_cast<std::size_t>(id)] = tok;
+        };
+        for (const auto& [tok, idv] : vocab.items()) place(idv.get<std::int64_t>(), tok);
+        for (const auto& t : j.value("added_tokens", tj::json::array())) {
+            const auto id = t.at("id").get<std::int64_t>();
+            place(id, t.at("content").get<std::string>());
+            c.types[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(
+                t.value("special", false) ? token_type::control : token_type::user_defined);
+        }
+        for (std::size_t i = 0; i < n; ++i)
+            if (!seen[i]) throw format_error(where + ": no token has id " + std::to_string(i));
+
+        for (const auto& mg : m.at("merges")) {
+            if (mg.is_string()) c.merges.push_back(mg.get<std::string>());
+            else if (mg.is_array() && mg.size() == 2) c.merges.push_back(mg[0].get<std::string>() + " " + mg[1].get<std::string>());
+            else throw format_error(where + ": merge " + mg.dump().substr(0, 60) + " is neither 'a b' nor [a, b]");
+        }
+        c.ignore_merges = m.value("ignore_merges", false);
+
+        bool byte_level = false;
+        std::vector<std::string> patterns;
+        if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
+            tj::add_step(j["pre_tokenizer"], patterns, byte_level, where);
+        if (!byte_level)
+            throw format_error(where + ": a BPE model without a ByteLevel pre-tokenizer is not supported");
+        const std::string gpt2(detail::pre::gpt2_re);
+        if (patterns.size() == 1 && patterns[0] == gpt2) c.pre = bpe_pre::gpt2;
+        else if (patterns.size() == 2 && patterns[0] == R"(\p{N})" && patterns[1] == gpt2) c.pre = bpe_pre::smollm;
+        else if (patterns.empty()) throw format_error(where + ": the pre-tokenizer splits nothing");
+        else { c.pre = bpe_pre::patterns; c.patterns = std::move(patterns); }
+
+        if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+            const auto t = tj::type_of(j["normalizer"]);
+            if (t != "NFC") throw format_error(where + ": normalizer '" + t + "' is not supported with a BPE model (NFC is)");
+            c.nfc = true;
+        }
+
+        std::int32_t bos = -1, eos = -1;
+        bool add_bos = false, add_eos = false;
+        if (j.contains("post_processor"))
+            tj::post_processor_specials(j["post_processor"], c.tokens, bos, eos, add_bos, add_eos, where);
+        const auto dir = p.parent_path();
+        if (std::filesystem::exists(dir / "tokenizer_config.json")) {
+            const auto tc = tj::read_json(dir / "tokenizer_config.json");
+            if (bos < 0 && tc.contains("bos_token")) bos = tj::id_of(c.tokens, tj::token_text(tc["bos_token"]));
+            if (eos < 0 && tc.contains("eos_token")) eos = tj::id_of(c.tokens, tj::token_text(tc["eos_token"]));
+        }
+        if (std::filesystem::exists(dir / "config.json")) {
+            const auto cfg = tj::read_json(dir / "config.json");
+            if (bos < 0 && cfg.contains("bos_token_id")) bos = tj::first_id(cfg["bos_token_id"]);
+            if (eos < 0 && cfg.contains("eos_token_id")) eos = tj::first_id(cfg["eos_token_id"]);
+        }
+        c.bos = bos;
+        c.eos = eos;
+        c.add_bos = add_bos;
+        c.add_eos = add_eos;
+        return std::make_unique<bpe_tokenizer>(std::move(c));
+    } catch (const nlohmann::json::exception& e) {
+        throw format_error(where + ": unexpected tokenizer.json layout: " + e.what());
+    }
+}
+
+} // namespace archetype::tokenizer
