@@ -1,4 +1,4 @@
-// archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]
+// archetype generate --model FILE|DIR --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]
 //                    [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]
 // Text generation with a decoder GGUF (llama, mellum, gemma3): the tokenizer is
 // read from the same file (BOS added when the file says so), the prompt is fed in
@@ -34,6 +34,7 @@
 #include "archetype/runtime/sampling.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
+#include "model_file.hpp"
 #include "decoder_jobs.hpp"
 #include "pipeline_launch.hpp"
 
@@ -41,7 +42,7 @@ namespace archetype::tools {
 
 namespace {
 constexpr const char* generate_usage =
-    "usage: archetype generate --model FILE --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]\n"
+    "usage: archetype generate --model FILE|DIR --prompt TEXT [-n N] [--temp T] [--seed S] [--top-k K]\n"
     "                          [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N] [--kv f32|f16] [--chat]\n"
     "                          [--chat-template chatml|gemma|llama3|phi3|mistral] [--system TEXT]\n"
     "  -n N                 tokens to generate (default 128)\n"
@@ -122,11 +123,11 @@ int cmd_generate(int argc, char** argv) {
     if (!a.have_prompt) throw argument_error("--prompt TEXT is required");
 
     const auto t_load = std::chrono::steady_clock::now();
-    auto file = gguf::file::open(a.model);
+    auto file = open_model_file(a.model); // a GGUF or a checkpoint directory
     if (!is_registered_decoder(file))
         throw argument_error("architecture '" + std::string(file.architecture()) +
                              "' is not a registered decoder (archetype describe --model FILE names the known ones)");
-    const auto tok = tokenizer::load_tokenizer(file);
+    const auto tok = open_model_tokenizer(a.model, file);
     std::vector<std::int32_t> prompt, stop;
     if (a.chat) {
         std::string note;

