@@ -156,8 +156,9 @@ void index_with(const std::filesystem::path& dir, const std::string& extra_shard
 
 template <class F>
 void hf_refused(F&& edit_config, const std::string& needle,
-                const std::function<void(const std::filesystem::path&)>& extra = {}) {
-    edited_checkpoint c("granite", edit_config, extra);
+                const std::function<void(const std::filesystem::path&)>& extra = {},
+                const std::string& family = "granite") {
+    edited_checkpoint c(family, edit_config, extra);
     refused<format_error>([&] { (void)hf::open_as_gguf(c.dir.string()); }, needle);
 }
 } // namespace
@@ -189,4 +190,33 @@ BOOST_AUTO_TEST_CASE(hugging_face_checkpoints_are_refused_by_name) {
     edited_checkpoint c("granite", [](nlohmann::json& j) { j["hidden_size"] = 32; });
     refused<shape_error>([&] { (void)load_model<presets::granite_architecture>(hf::open_as_gguf(c.dir.string())); },
                          "has shape");
+}
+
+BOOST_AUTO_TEST_CASE(family_rules_of_hugging_face_checkpoints_are_checked) {
+    // Qwen3-MoE: the preset renormalises the top-k weights, so a checkpoint that does not is
+    // refused; a config naming more experts than the weights hold is named by tensor.
+    hf_refused([](nlohmann::json& j) { j["norm_topk_prob"] = false; }, "norm_topk_prob", {}, "qwen3moe");
+    hf_refused([](nlohmann::json& j) { j["num_local_experts"] = 5; }, "'model.layers.0.mlp.gate.weight' is not [5, 64]",
+               {}, "qwen3moe");
+    hf_refused([](nlohmann::json& j) { j["mlp_only_layers"] = {1}; }, "mlp_only_layers", {}, "qwen3moe");
+    // Phi-3: LongRoPE factors must cover the rotary pairs.
+    hf_refused([](nlohmann::json& j) { j["rope_parameters"]["long_factor"].erase(0); }, "long_factor", {}, "phi3");
+    // GPT-2's causal-mask buffers are not weights; anything else unnamed still is refused.
+    hf_refused([](nlohmann::json&) {}, "transformer.h.0.mlp.stray", [](const std::filesystem::path& d) {
+        write_one_tensor(d / "model-00002.safetensors", "transformer.h.0.mlp.stray");
+        index_with(d, "model-00002.safetensors", "transformer.h.0.mlp.stray");
+    }, "gpt2");
+    // BLOOM's fused q/k/v must be 3 x hidden_size rows.
+    hf_refused([](nlohmann::json& j) { j["n_head"] = 8; j["hidden_size"] = 32; }, "hidden_size", {}, "bloom");
+}
+
+BOOST_AUTO_TEST_CASE(a_parallel_residual_block_is_refused) {
+    // StableLM-2 12B / GPT-NeoX run attention and MLP in parallel; no preset does, so a file
+    // (or a checkpoint) that asks for it is refused, never run as a sequential block.
+    edited_file f("stablelm", [](gguf::writer& w, const gguf::file&) { w.set("stablelm.use_parallel_residual", true); });
+    refused<shape_error>([&] { (void)arch::read_llama_hparams(gguf::file::open(f.path)); }, "use_parallel_residual");
+    edited_checkpoint c("stablelm", [](nlohmann::json& j) { j["use_parallel_residual"] = true; });
+    refused<shape_error>([&] { (void)arch::read_llama_hparams(hf::open_as_gguf(c.dir.string())); }, "use_parallel_residual");
+    edited_checkpoint ok("stablelm", [](nlohmann::json& j) { j["use_parallel_residual"] = false; });
+    BOOST_CHECK_NO_THROW((void)arch::read_llama_hparams(hf::open_as_gguf(ok.dir.string())));
 }

@@ -56,8 +56,10 @@ struct family {
     bool permute_qk = false;    // LlamaModel.permute: q/k rows to adjacent-pair RoPE order
     bool norm_plus_one = false; // Gemma: RMSNorm weights stored as 1 + w
     bool post_norms = false;    // post_attention_layernorm is a norm after attention (Gemma 2, OLMo 2)
-    bool layer_norm = false;    // LayerNorm with layer_norm_eps (StableLM), else RMSNorm with rms_norm_eps
+    bool layer_norm = false;    // LayerNorm (eps: layer_norm_eps / layer_norm_epsilon / norm_epsilon), else RMSNorm
     bool window = false;        // sliding_window written as {arch}.attention.sliding_window
+    bool rope = true;           // rotary positions (GPT-2: learned; BLOOM: ALiBi)
+    bool ff_4x = false;         // feed_forward_length = 4 x n_embd (GPT-2's n_inner when set)
 };
 
 /// The families a checkpoint directory may be, with the converter's rules.
@@ -72,6 +74,12 @@ inline const std::vector<family>& families() {
         {.hf_class = "Olmo2ForCausalLM", .gguf_arch = "olmo2", .post_norms = true},
         {.hf_class = "Gemma2ForCausalLM", .gguf_arch = "gemma2", .norm_plus_one = true, .post_norms = true, .window = true},
         {.hf_class = "StableLmForCausalLM", .gguf_arch = "stablelm", .layer_norm = true},
+        {.hf_class = "Starcoder2ForCausalLM", .gguf_arch = "starcoder2", .layer_norm = true, .window = true},
+        {.hf_class = "Phi3ForCausalLM", .gguf_arch = "phi3", .window = true},
+        {.hf_class = "Qwen3MoeForCausalLM", .gguf_arch = "qwen3moe"},
+        // GPT-2: Conv1D weights ([in, out]) transposed; BLOOM: fused q/k/v rows regrouped
+        {.hf_class = "GPT2LMHeadModel", .gguf_arch = "gpt2", .layer_norm = true, .rope = false, .ff_4x = true},
+        {.hf_class = "BloomForCausalLM", .gguf_arch = "bloom", .layer_norm = true, .rope = false, .ff_4x = true},
     };
     return f;
 }
@@ -114,6 +122,12 @@ public:
         return v.get<std::uint64_t>();
     }
     std::uint64_t dim_or(const char* k, std::uint64_t d) const { return has(k) ? dim(k) : d; }
+    /// The first of `keys` present (families name the same quantity differently).
+    const char* first_of(std::initializer_list<const char*> keys) const {
+        for (const char* k : keys)
+            if (has(k)) return k;
+        return *keys.begin();
+    }
     double number(const nlohmann::json& v, const std::string& k) const {
         if (!v.is_number() || !std::isfinite(v.get<double>()))
             throw format_error("config.json '" + k + "' = " + v.dump() + " is not a finite number");
@@ -235,6 +249,101 @@ inline std::vector<float> llama3_rope_freqs(const nlohmann::json& rope, double b
     return out;
 }
 
+/// Phi-3's LongRoPE (the converter's Phi3MiniModel): the long and short per-pair factors
+/// as tensors, and the attention factor sqrt(1 + ln(s) / ln(original context)) for a
+/// context s times the original one.
+inline void phi3_long_rope(gguf::writer& w, const std::string& a, const config& c, const nlohmann::json& rope,
+                           std::uint64_t n_ctx, std::uint64_t n_rot, std::vector<float>& long_f, std::vector<float>& short_f) {
+    auto factors = [&](const char* k) {
+        std::vector<float> v;
+        if (!rope.contains(k) || rope[k].is_null()) return v;
+        if (!rope[k].is_array()) throw format_error("config.json rope '" + std::string(k) + "' is not a list");
+        for (const auto& x : rope[k]) v.push_back(float(c.number(x, k)));
+        return v;
+    };
+    long_f = factors("long_factor");
+    short_f = factors("short_factor");
+    if (long_f.empty()) { short_f.clear(); return; }
+    if (long_f.size() != short_f.size() || 2 * long_f.size() != n_rot)
+        throw format_error("config.json rope long_factor and short_factor must each have " + std::to_string(n_rot / 2) +
+                           " entries (they have " + std::to_string(long_f.size()) + " and " + std::to_string(short_f.size()) + ")");
+    const auto& orig_j = rope.contains("original_max_position_embeddings") ? rope["original_max_position_embeddings"]
+                                                                           : c.raw().value("original_max_position_embeddings", nlohmann::json());
+    if (orig_j.is_null()) throw format_error("config.json has no original_max_position_embeddings (LongRoPE needs it)");
+    const double orig = c.number(orig_j, "original_max_position_embeddings");
+    if (!(orig > 1)) throw format_error("config.json original_max_position_embeddings must be > 1");
+    const double scale = double(n_ctx) / orig;
+    w.set(a + "rope.scaling.attn_factor", float(scale > 1.0 ? std::sqrt(1 + std::log(scale) / std::log(orig)) : 1.0));
+}
+
+/// Qwen3-MoE's experts as the converter stacks them: per layer the router
+/// (mlp.gate -> ffn_gate_inp) and ffn_{gate,up,down}_exps [expert][rows][cols], from one
+/// tensor per expert (experts.E.gate_proj, ...) or transformers 5's fused
+/// experts.gate_up_proj [E][2 ff][D] (gate first) and experts.down_proj [E][D][ff].
+inline void moe_experts(gguf::writer& w, const weights& W, std::vector<std::vector<std::byte>>& owned,
+                        std::set<std::string>& used, const config& c, const std::string& h, const std::string& g,
+                        std::uint64_t n_embd) {
+    const std::uint64_t n_expert = c.dim(c.first_of({"num_experts", "num_local_experts"}), 1u << 12), ff = c.dim("moe_intermediate_size");
+    auto find = [&](const std::string& name) -> const safetensors::tensor_info* {
+        for (const auto& n : {name, name + ".weight"}) {
+            const auto it = W.by_name.find(n);
+            if (it != W.by_name.end()) { used.insert(n); return it->second; }
+        }
+        return nullptr;
+    };
+    auto expect = [&](const safetensors::tensor_info& t, std::vector<std::uint64_t> shape) {
+        if (t.shape != shape) {
+            std::string want;
+            for (auto d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+            throw format_error("tensor '" + t.name + "' is not [" + want + "]");
+        }
+    };
+    const auto* router = find(h + "mlp.gate");
+    if (!router) throw format_error("checkpoint has no '" + h + "mlp.gate.weight' (the expert router)");
+    expect(*router, {n_expert, n_embd});
+    w.add_tensor(g + "ffn_gate_inp.weight", gguf_type(*router), {n_embd, n_expert},
+                 std::span<const std::byte>(router->data, router->n_bytes()));
+    auto add3 = [&](const std::string& name, ggml_type type, std::uint64_t rows, std::uint64_t cols, std::vector<std::byte> b) {
+        auto& kept = owned.emplace_back(std::move(b));
+        w.add_tensor(name, type, {cols, rows, n_expert}, std::span<const std::byte>(kept.data(), kept.size()));
+    };
+    if (const auto* gate_up = find(h + "mlp.experts.gate_up_proj")) {
+        expect(*gate_up, {n_expert, 2 * ff, n_embd});
+        const auto* down = find(h + "mlp.experts.down_proj");
+        if (!down) throw format_error("checkpoint has experts.gate_up_proj but no '" + h + "mlp.experts.down_proj'");
+        expect(*down, {n_expert, n_embd, ff});
+        const std::size_t half = gate_up->n_bytes() / n_expert / 2;
+        std::vector<std::byte> gb(half * n_expert), ub(half * n_expert);
+        for (std::uint64_t e = 0; e < n_expert; ++e) {
+            std::memcpy(gb.data() + e * half, gate_up->data + (2 * e) * half, half);
+            std::memcpy(ub.data() + e * half, gate_up->data + (2 * e + 1) * half, half);
+        }
+        add3(g + "ffn_gate_exps.weight", gguf_type(*gate_up), ff, n_embd, std::move(gb));
+        add3(g + "ffn_up_exps.weight", gguf_type(*gate_up), ff, n_embd, std::move(ub));
+        w.add_tensor(g + "ffn_down_exps.weight", gguf_type(*down), {ff, n_embd, n_expert},
+                     std::span<const std::byte>(down->data, down->n_bytes()));
+        return;
+    }
+    const std::pair<const char*, const char*> parts[] = {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"},
+                                                         {"down_proj", "ffn_down_exps"}};
+    for (const auto& [hp, gp] : parts) {
+        const bool down = std::string_view(hp) == "down_proj";
+        const std::uint64_t rows = down ? n_embd : ff, cols = down ? ff : n_embd;
+        std::vector<std::byte> b;
+        std::optional<ggml_type> type;
+        for (std::uint64_t e = 0; e < n_expert; ++e) {
+            const auto name = h + "mlp.experts." + std::to_string(e) + "." + hp;
+            const auto* t = find(name);
+            if (!t) throw format_error("checkpoint has no '" + name + ".weight' (" + std::to_string(n_expert) + " experts)");
+            expect(*t, {rows, cols});
+            if (type && *type != gguf_type(*t)) throw format_error("tensor '" + t->name + "' differs in dtype from expert 0's");
+            type = gguf_type(*t);
+            b.insert(b.end(), t->data, t->data + t->n_bytes());
+        }
+        add3(g + gp + ".weight", *type, rows, cols, std::move(b));
+    }
+}
+
 } // namespace detail
 
 /// Writes the GGUF of checkpoint directory `dir` to `out` (see the top of this file).
@@ -257,19 +366,26 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
     const std::string a = std::string(fam->gguf_arch) + ".";
     const detail::weights W(dir);
 
-    // hyperparameters
-    const std::uint64_t n_layer = c.dim("num_hidden_layers", 1u << 16), n_embd = c.dim("hidden_size"),
-                        n_head = c.dim("num_attention_heads"), n_head_kv = c.dim_or("num_key_value_heads", n_head),
-                        n_ff = c.dim("intermediate_size"), n_ctx = c.dim("max_position_embeddings", std::uint64_t(1) << 31);
+    // hyperparameters (GPT-2 and BLOOM name them their own way)
+    const std::string_view arch = fam->gguf_arch;
+    const bool gpt2 = arch == "gpt2", bloom = arch == "bloom";
+    const std::uint64_t n_layer = c.dim(c.first_of({"num_hidden_layers", "n_layer"}), 1u << 16),
+                        n_embd = c.dim(c.first_of({"hidden_size", "n_embd", "n_embed"})),
+                        n_head = c.dim(c.first_of({"num_attention_heads", "n_head"})),
+                        n_head_kv = c.dim_or("num_key_value_heads", n_head);
+    const std::uint64_t n_ff = !fam->ff_4x ? c.dim("intermediate_size") : gpt2 && c.has("n_inner") ? c.dim("n_inner") : 4 * n_embd;
+    const std::uint64_t n_ctx = gpt2    ? c.dim(c.first_of({"n_ctx", "n_positions"}), std::uint64_t(1) << 31)
+                              : bloom   ? c.dim_or("seq_length", n_embd) // the converter's default
+                                        : c.dim("max_position_embeddings", std::uint64_t(1) << 31);
     if (n_head % n_head_kv != 0)
         throw format_error("config.json num_attention_heads " + std::to_string(n_head) +
                            " is not a multiple of num_key_value_heads " + std::to_string(n_head_kv));
-    const bool explicit_hd = c.has("head_dim") && fam->gguf_arch != "granite"; // the granite converter drops head_dim
+    const bool explicit_hd = c.has("head_dim") && arch != "granite"; // the granite converter drops head_dim
     const std::uint64_t hd = explicit_hd ? c.dim("head_dim") : n_embd / n_head;
     if (!explicit_hd && n_embd % n_head != 0)
         throw format_error("config.json hidden_size " + std::to_string(n_embd) + " is not a multiple of num_attention_heads");
     gguf::writer w;
-    w.set("general.architecture", std::string(fam->gguf_arch));
+    w.set("general.architecture", std::string(arch));
     w.set("general.name", dir.filename().string());
     w.set(a + "context_length", std::uint32_t(n_ctx));
     w.set(a + "embedding_length", std::uint32_t(n_embd));
@@ -281,27 +397,58 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         w.set(a + "attention.key_length", std::uint32_t(hd));
         w.set(a + "attention.value_length", std::uint32_t(hd));
     }
-    if (fam->layer_norm) w.set(a + "attention.layer_norm_epsilon", float(c.num_or("layer_norm_eps", 1e-5)));
+    if (fam->layer_norm)
+        w.set(a + "attention.layer_norm_epsilon",
+              float(c.num_or(c.first_of({"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"}), 1e-5)));
     else w.set(a + "attention.layer_norm_rms_epsilon", float(c.num_or("rms_norm_eps", 1e-6)));
-    const auto rope = c.rope();
-    const double base = rope.contains("rope_theta") ? c.number(rope["rope_theta"], "rope_theta") : 10000.0;
-    w.set(a + "rope.freq_base", float(base));
-    std::uint64_t n_rot = hd;
-    if (c.has("partial_rotary_factor") || rope.contains("partial_rotary_factor")) {
-        const double f = c.has("partial_rotary_factor") ? c.num("partial_rotary_factor")
-                                                        : c.number(rope["partial_rotary_factor"], "partial_rotary_factor");
-        if (!(f > 0 && f <= 1)) throw format_error("config.json partial_rotary_factor must be in (0, 1]");
-        n_rot = std::uint64_t(f * double(hd));
-        if (n_rot == 0 || n_rot % 2) throw format_error("config.json partial_rotary_factor gives an odd or empty rotary width");
+    if (arch == "qwen3moe") {
+        const auto n_expert = c.dim(c.first_of({"num_experts", "num_local_experts"}), 1u << 12), n_used = c.dim("num_experts_per_tok", 1u << 12);
+        if (n_used > n_expert)
+            throw format_error("config.json num_experts_per_tok " + std::to_string(n_used) + " exceeds num_experts " +
+                               std::to_string(n_expert));
+        w.set(a + "expert_count", std::uint32_t(n_expert));
+        w.set(a + "expert_used_count", std::uint32_t(n_used));
+        w.set(a + "expert_feed_forward_length", std::uint32_t(c.dim("moe_intermediate_size")));
+        // llama.cpp's qwen3moe always renormalises the chosen experts' weights
+        if (!c.flag_or("norm_topk_prob", false))
+            throw format_error("config.json norm_topk_prob = false: the qwen3moe preset renormalises the top-k "
+                               "weights (as llama.cpp does), which this checkpoint does not");
+        for (const char* k : {"shared_expert_intermediate_size", "mlp_only_layers"})
+            if (c.has(k) && !(c.raw()[k].is_array() && c.raw()[k].empty()) && !(c.raw()[k].is_number() && c.raw()[k] == 0))
+                throw format_error("config.json '" + std::string(k) + "' is not implemented for " + cls);
+        if (c.dim_or("decoder_sparse_step", 1) != 1)
+            throw format_error("config.json decoder_sparse_step must be 1 (every layer a mixture of experts)");
     }
-    w.set(a + "rope.dimension_count", std::uint32_t(n_rot));
-    std::vector<float> rope_freqs;
-    const std::string rope_type = rope.contains("rope_type") && rope["rope_type"].is_string() ? rope["rope_type"].get<std::string>()
-                                : rope.contains("type") && rope["type"].is_string()      ? rope["type"].get<std::string>()
-                                                                                         : "default";
-    if (rope_type == "llama3" && fam->gguf_arch == "llama") rope_freqs = detail::llama3_rope_freqs(rope, base, n_rot);
-    else if (rope_type != "default")
-        throw format_error("config.json rope type '" + rope_type + "' is not implemented for " + cls);
+    const auto rope = c.rope();
+    std::vector<float> rope_freqs, factors_long, factors_short;
+    if (fam->rope) {
+        const double base = rope.contains("rope_theta") ? c.number(rope["rope_theta"], "rope_theta") : 10000.0;
+        w.set(a + "rope.freq_base", float(base));
+        std::uint64_t n_rot = hd;
+        if (c.has("partial_rotary_factor") || rope.contains("partial_rotary_factor")) {
+            const double f = c.has("partial_rotary_factor") ? c.num("partial_rotary_factor")
+                                                            : c.number(rope["partial_rotary_factor"], "partial_rotary_factor");
+            if (!(f > 0 && f <= 1)) throw format_error("config.json partial_rotary_factor must be in (0, 1]");
+            // Phi-3's converter: int(f * n_embd) / n_head
+            n_rot = arch == "phi3" ? std::uint64_t(f * double(n_embd)) / n_head : std::uint64_t(f * double(hd));
+            if (n_rot == 0 || n_rot % 2) throw format_error("config.json partial_rotary_factor gives an odd or empty rotary width");
+        }
+        w.set(a + "rope.dimension_count", std::uint32_t(n_rot));
+        const std::string rope_type = rope.contains("rope_type") && rope["rope_type"].is_string() ? rope["rope_type"].get<std::string>()
+                                    : rope.contains("type") && rope["type"].is_string()      ? rope["type"].get<std::string>()
+                                                                                             : "default";
+        if (rope_type == "llama3" && arch == "llama") rope_freqs = detail::llama3_rope_freqs(rope, base, n_rot);
+        else if ((rope_type == "longrope" || rope_type == "su") && arch == "phi3")
+            detail::phi3_long_rope(w, a, c, rope, n_ctx, n_rot, factors_long, factors_short);
+        else if (rope_type != "default")
+            throw format_error("config.json rope type '" + rope_type + "' is not implemented for " + cls);
+        if (arch == "phi3") {
+            const auto orig = rope.contains("original_max_position_embeddings") ? rope["original_max_position_embeddings"]
+                                                                                : c.raw().value("original_max_position_embeddings", nlohmann::json());
+            if (!orig.is_null())
+                w.set(a + "rope.scaling.original_context_length", std::uint32_t(c.number(orig, "original_max_position_embeddings")));
+        }
+    }
     if (fam->window && c.has("sliding_window")) w.set(a + "attention.sliding_window", std::uint32_t(c.dim("sliding_window")));
     if (c.has("layer_types")) {
         // transformers 5 saves each layer's kind: windowed layers become the GGUF's per-layer pattern
@@ -320,21 +467,22 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
             throw format_error("config.json 'layer_types' has windowed layers, which " + cls + " is not converted with");
         if (any) w.set(a + "attention.sliding_window_pattern", windowed);
     }
-    if (fam->gguf_arch == "gemma2") {
+    if (arch == "gemma2") {
         if (c.has("attn_logit_softcapping")) w.set(a + "attn_logit_softcapping", float(c.num("attn_logit_softcapping")));
         if (c.has("final_logit_softcapping")) w.set(a + "final_logit_softcapping", float(c.num("final_logit_softcapping")));
         // transformers scales by query_pre_attn_scalar^-0.5 (the GGUF leaves it to llama.cpp's rule)
         w.set(a + "attention.scale", float(1.0 / std::sqrt(c.num_or("query_pre_attn_scalar", double(hd)))));
     }
-    if (fam->gguf_arch == "granite") {
+    if (arch == "granite") {
         if (c.has("attention_multiplier")) w.set(a + "attention.scale", float(c.num("attention_multiplier")));
         if (c.has("embedding_multiplier")) w.set(a + "embedding_scale", float(c.num("embedding_multiplier")));
         if (c.has("residual_multiplier")) w.set(a + "residual_scale", float(c.num("residual_multiplier")));
         if (c.has("logits_scaling")) w.set(a + "logit_scale", float(c.num("logits_scaling")));
     }
-    if (fam->gguf_arch == "smollm3" && c.dim_or("no_rope_layer_interval", 4) != 4)
+    if (arch == "stablelm") w.set(a + "use_parallel_residual", c.flag_or("use_parallel_residual", false));
+    if (arch == "smollm3" && c.dim_or("no_rope_layer_interval", 4) != 4)
         throw format_error("config.json no_rope_layer_interval must be 4 (the library's and llama.cpp's SmolLM3 rule)");
-    if ((fam->gguf_arch == "qwen2" || fam->gguf_arch == "qwen3") && c.flag_or("use_sliding_window", false))
+    if ((arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe") && c.flag_or("use_sliding_window", false))
         throw format_error("config.json use_sliding_window = true is not implemented for " + cls);
 
     // tensors
@@ -349,22 +497,45 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         std::memcpy(b.data(), v.data(), b.size());
         w.add_tensor(gname, ggml_type::F32, std::move(ne), std::span<const std::byte>(b.data(), b.size()));
     };
+    // Rows of `t` in a new order: dst row r comes from src row order(r); ne as `shape` reversed.
+    auto reordered = [&](const std::string& gname, const safetensors::tensor_info& t, std::uint64_t rows,
+                         const auto& order) {
+        const std::size_t row_bytes = t.n_bytes() / rows;
+        auto& b = owned.emplace_back(t.n_bytes());
+        for (std::uint64_t r = 0; r < rows; ++r) std::memcpy(b.data() + r * row_bytes, t.data + order(r) * row_bytes, row_bytes);
+        std::vector<std::uint64_t> ne(t.shape.rbegin(), t.shape.rend());
+        w.add_tensor(gname, detail::gguf_type(t), ne, std::span<const std::byte>(b.data(), b.size()));
+    };
     auto permuted = [&](const std::string& gname, const safetensors::tensor_info& t, std::uint64_t heads) {
         // rows (h, half, i) -> (h, i, half): LlamaModel.permute
         const std::uint64_t rows = t.shape.empty() ? 0 : t.shape[0];
-        const std::size_t row_bytes = rows ? t.n_bytes() / rows : 0;
         if (rows == 0 || rows % (2 * heads) != 0)
             throw format_error("tensor '" + t.name + "' has " + std::to_string(rows) + " rows, not 2 x " + std::to_string(heads) + " heads");
         const std::uint64_t hdh = rows / heads / 2;
+        reordered(gname, t, rows, [&](std::uint64_t dst) {
+            const std::uint64_t h = dst / (2 * hdh), i = (dst % (2 * hdh)) / 2, half = dst % 2;
+            return h * 2 * hdh + half * hdh + i;
+        });
+    };
+    auto bloom_qkv = [&](const std::string& gname, const safetensors::tensor_info& t) {
+        // rows (head, q|k|v, i) -> (q|k|v, head, i): BloomModel.modify_tensors
+        if (t.shape.empty() || t.shape[0] != 3 * n_embd)
+            throw format_error("tensor '" + t.name + "' has " + std::to_string(t.shape.empty() ? 0 : t.shape[0]) +
+                               " rows, not 3 x hidden_size " + std::to_string(n_embd));
+        reordered(gname, t, 3 * n_embd, [&](std::uint64_t dst) {
+            const std::uint64_t part = dst / n_embd, h = (dst % n_embd) / hd, i = dst % hd;
+            return h * 3 * hd + part * hd + i;
+        });
+    };
+    auto transposed = [&](const std::string& gname, const safetensors::tensor_info& t) {
+        // GPT-2's Conv1D stores [in, out]; the GGUF holds [out, in] rows
+        if (t.shape.size() != 2) throw format_error("tensor '" + t.name + "' is not a matrix");
+        const std::uint64_t in = t.shape[0], out = t.shape[1];
+        const std::size_t es = t.n_bytes() / (in * out);
         auto& b = owned.emplace_back(t.n_bytes());
-        for (std::uint64_t h = 0; h < heads; ++h)
-            for (std::uint64_t i = 0; i < hdh; ++i)
-                for (std::uint64_t half = 0; half < 2; ++half) {
-                    const std::uint64_t dst = h * 2 * hdh + i * 2 + half, src = h * 2 * hdh + half * hdh + i;
-                    std::memcpy(b.data() + dst * row_bytes, t.data + src * row_bytes, row_bytes);
-                }
-        std::vector<std::uint64_t> ne(t.shape.rbegin(), t.shape.rend());
-        w.add_tensor(gname, detail::gguf_type(t), ne, std::span<const std::byte>(b.data(), b.size()));
+        for (std::uint64_t o = 0; o < out; ++o)
+            for (std::uint64_t i = 0; i < in; ++i) std::memcpy(b.data() + (o * in + i) * es, t.data + (i * out + o) * es, es);
+        w.add_tensor(gname, detail::gguf_type(t), {in, out}, std::span<const std::byte>(b.data(), b.size()));
     };
     auto plus_one = [&](const std::string& gname, const safetensors::tensor_info& t) {
         std::vector<float> v(t.n_elements());
@@ -377,7 +548,17 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         used.insert(hname);
         const auto& t = *it->second;
         const bool norm = hname.size() > 11 && hname.rfind("norm.weight") == hname.size() - 11;
+        const bool qkv = gname.find(".attn_qkv.") != std::string::npos;
         if (fam->norm_plus_one && norm) plus_one(gname, t);
+        else if (t.shape.size() == 1 && (bloom && qkv)) {
+            std::vector<float> v(t.n_elements());
+            if (v.size() != 3 * n_embd) throw format_error("tensor '" + t.name + "' is not 3 x hidden_size long");
+            for (std::size_t dst = 0; dst < v.size(); ++dst) {
+                const std::size_t part = dst / n_embd, h = (dst % n_embd) / hd, i = dst % hd;
+                v[dst] = detail::element(t, h * 3 * hd + part * hd + i);
+            }
+            add_f32(gname, {v.size()}, v);
+        }
         else if (t.shape.size() == 1 && t.type != safetensors::dtype::F32) {
             // vectors (norms, biases) become F32, as the converter writes them
             std::vector<float> v(t.n_elements());
@@ -386,33 +567,69 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         }
         else if (fam->permute_qk && gname.find(".attn_q.") != std::string::npos) permuted(gname, t, n_head);
         else if (fam->permute_qk && gname.find(".attn_k.") != std::string::npos) permuted(gname, t, n_head_kv);
+        else if (bloom && qkv) bloom_qkv(gname, t);
+        else if (gpt2 && t.shape.size() == 2 && hname.find(".h.") != std::string::npos) transposed(gname, t);
         else add_as_is(gname, t);
         return true;
     };
-    take("model.embed_tokens.weight", "token_embd.weight");
-    take("model.norm.weight", "output_norm.weight");
-    take("model.norm.bias", "output_norm.bias");
-    if (!c.flag_or("tie_word_embeddings", false) || !W.by_name.count("model.embed_tokens.weight"))
-        take("lm_head.weight", "output.weight");
-    else if (W.by_name.count("lm_head.weight"))
-        used.insert("lm_head.weight"); // tied: the converter writes the embedding once
     const char* suffixes[] = {"weight", "bias"};
-    for (std::uint64_t l = 0; l < n_layer; ++l) {
-        const std::string h = "model.layers." + std::to_string(l) + ".", g = "blk." + std::to_string(l) + ".";
-        const std::pair<const char*, const char*> names[] = {
-            {"input_layernorm", "attn_norm"},
-            {"post_attention_layernorm", fam->post_norms ? "post_attention_norm" : "ffn_norm"},
-            {"pre_feedforward_layernorm", "ffn_norm"},
-            {"post_feedforward_layernorm", "post_ffw_norm"},
-            {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
-            {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-            {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"}, {"mlp.down_proj", "ffn_down"},
-        };
-        for (const auto& [hn, gn] : names)
-            for (const char* s : suffixes) take(h + hn + "." + s, g + gn + "." + s);
-        used.insert(h + "self_attn.rotary_emb.inv_freq"); // a buffer older checkpoints saved; recomputed from the config
+    using name_pair = std::pair<const char*, const char*>;
+    if (gpt2 || bloom) {
+        const std::string tp = "transformer.";
+        take(tp + (gpt2 ? "wte.weight" : "word_embeddings.weight"), "token_embd.weight");
+        if (gpt2) take(tp + "wpe.weight", "position_embd.weight");
+        if (bloom)
+            for (const char* s : suffixes) take(tp + "word_embeddings_layernorm." + s, std::string("token_embd_norm.") + s);
+        for (const char* s : suffixes) take(tp + "ln_f." + s, std::string("output_norm.") + s);
+        if (W.by_name.count("lm_head.weight")) {
+            if (c.flag_or("tie_word_embeddings", true)) used.insert("lm_head.weight"); // the embedding, once
+            else take("lm_head.weight", "output.weight");
+        }
+        const name_pair gpt2_names[] = {{"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"}, {"attn.c_proj", "attn_output"},
+                                        {"ln_2", "ffn_norm"},  {"mlp.c_fc", "ffn_up"},      {"mlp.c_proj", "ffn_down"}};
+        const name_pair bloom_names[] = {{"input_layernorm", "attn_norm"}, {"self_attention.query_key_value", "attn_qkv"},
+                                         {"self_attention.dense", "attn_output"}, {"post_attention_layernorm", "ffn_norm"},
+                                         {"mlp.dense_h_to_4h", "ffn_up"}, {"mlp.dense_4h_to_h", "ffn_down"}};
+        for (std::uint64_t l = 0; l < n_layer; ++l) {
+            const std::string h = tp + "h." + std::to_string(l) + ".", g = "blk." + std::to_string(l) + ".";
+            for (const auto& [hn, gn] : gpt2 ? std::span<const name_pair>(gpt2_names) : std::span<const name_pair>(bloom_names))
+                for (const char* s : suffixes) take(h + hn + "." + s, g + gn + "." + s);
+            used.insert(h + "attn.bias"); // GPT-2's causal-mask buffers, not weights
+            used.insert(h + "attn.masked_bias");
+        }
+    } else {
+        take("model.embed_tokens.weight", "token_embd.weight");
+        take("model.norm.weight", "output_norm.weight");
+        take("model.norm.bias", "output_norm.bias");
+        if (!c.flag_or("tie_word_embeddings", arch == "starcoder2") || !W.by_name.count("model.embed_tokens.weight"))
+            take("lm_head.weight", "output.weight");
+        else if (W.by_name.count("lm_head.weight"))
+            used.insert("lm_head.weight"); // tied: the converter writes the embedding once
+        for (std::uint64_t l = 0; l < n_layer; ++l) {
+            const std::string h = "model.layers." + std::to_string(l) + ".", g = "blk." + std::to_string(l) + ".";
+            const name_pair names[] = {
+                {"input_layernorm", "attn_norm"},
+                {"post_attention_layernorm", fam->post_norms ? "post_attention_norm" : "ffn_norm"},
+                {"pre_feedforward_layernorm", "ffn_norm"},
+                {"post_feedforward_layernorm", "post_ffw_norm"},
+                {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
+                {"self_attn.qkv_proj", "attn_qkv"}, {"self_attn.o_proj", "attn_output"},
+                {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
+                {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"}, {"mlp.down_proj", "ffn_down"},
+                {"mlp.gate_up_proj", "ffn_up"}, // Phi-3: gate and up fused, gate first (llama.cpp splits it)
+                {"mlp.c_fc", "ffn_up"}, {"mlp.c_proj", "ffn_down"}, // StarCoder2
+            };
+            for (const auto& [hn, gn] : names)
+                for (const char* s : suffixes) take(h + hn + "." + s, g + gn + "." + s);
+            if (arch == "qwen3moe") detail::moe_experts(w, W, owned, used, c, h, g, n_embd);
+            used.insert(h + "self_attn.rotary_emb.inv_freq"); // a buffer older checkpoints saved; recomputed from the config
+        }
     }
     if (!rope_freqs.empty()) add_f32("rope_freqs.weight", {rope_freqs.size()}, rope_freqs);
+    if (!factors_long.empty()) {
+        add_f32("rope_factors_long.weight", {factors_long.size()}, factors_long);
+        add_f32("rope_factors_short.weight", {factors_short.size()}, factors_short);
+    }
     for (const auto& [name, t] : W.by_name)
         if (!used.count(name))
             throw format_error("tensor '" + name + "' of the checkpoint is not one a " + cls +

@@ -127,6 +127,10 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     if (!h.has_rms_eps && !h.has_ln_eps)
         throw format_error("the file has neither " + a + "attention.layer_norm_rms_epsilon nor " + a +
                            "attention.layer_norm_epsilon");
+    // GPT-NeoX-style parallel attention + MLP (StableLM-2 12B, Pythia): no preset runs
+    // it, so a file that asks for it is refused rather than run as a sequential block.
+    if (f.has(a + "use_parallel_residual") && f.get<bool>(a + "use_parallel_residual"))
+        throw shape_error(a + "use_parallel_residual = true (attention and MLP in parallel) is not implemented");
     h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
     if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
         throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
