@@ -1,7 +1,8 @@
 // Hugging Face tokenizer.json files (tokenizer_json.hpp) against Hugging Face
 // `tokenizers` itself: tests/data/tokenizer/hf/<name>/ holds a small BPE tokenizer.json
 // trained by tokenizers 0.23.3 with a family's pipeline (GPT-2 byte-level, Llama 3's split
-// pattern + ignore_merges + BOS template, Qwen 2's pattern + NFC, SmolLM's digits) and
+// pattern + ignore_merges + BOS template, Qwen 2's pattern + NFC, SmolLM's digits,
+// SentencePiece-style BPE with byte fallback as Llama 2's and Mistral's files write it) and
 // cases.json, the ids tokenizers gives each of 451 strings with and without special
 // tokens (tools/reference/make_hf_tokenizer_fixtures.py). Also NFC against fixed
 // expectations from Unicode's definition, and the refusals.
@@ -66,12 +67,14 @@ BOOST_AUTO_TEST_CASE(llama3_split_pattern_ignore_merges_and_bos) { check_family(
 BOOST_AUTO_TEST_CASE(qwen2_split_pattern_and_nfc) { check_family("qwen2", "bpe", false); }
 BOOST_AUTO_TEST_CASE(smollm_digits) { check_family("smollm", "bpe", false); }
 
-BOOST_AUTO_TEST_CASE(sentencepiece_style_bpe_is_refused_by_name) {
-    // Not implemented yet (docs/tokenizers.md): a clear error, never other ids.
-    BOOST_CHECK_EXCEPTION(tokenizer::load_tokenizer_json((data_dir() / "spm_bpe" / "tokenizer.json").string()),
-                          format_error, [](const format_error& e) {
-                              return std::string(e.what()).find("byte_fallback") != std::string::npos;
-                          });
+BOOST_AUTO_TEST_CASE(sentencepiece_style_bpe_with_byte_fallback) { check_family("spm_bpe", "spm-bpe", true); }
+BOOST_AUTO_TEST_CASE(metaspace_prefix_on_the_first_text_only) { check_family("spm_metaspace", "spm-bpe", true); }
+
+BOOST_AUTO_TEST_CASE(sentencepiece_style_decodes_back) {
+    const auto t = tokenizer::load_tokenizer_json((data_dir() / "spm_bpe" / "tokenizer.json").string());
+    // Characters outside the vocabulary's alphabet come back from their byte tokens.
+    for (const std::string s : {"Hello world", "tab\there", "llama \xF0\x9F\xA6\x99 and \xE9\xBE\x98", "  two spaces"})
+        BOOST_TEST(t->decode(t->encode(s, false)) == s);
 }
 
 BOOST_AUTO_TEST_CASE(nfc_composes_and_orders) {
@@ -107,8 +110,8 @@ BOOST_AUTO_TEST_CASE(hostile_files_are_format_errors) {
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 5}, "merges": []}, )" + bl + "}", "id 5"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}, )" + bl + "}", "id 0 is both"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [7]}, )" + bl + "}", "merge 7"));
-    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Metaspace"}})",
-                       "'Metaspace'"));
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "BertPreTokenizer"}})",
+                       "'BertPreTokenizer'"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "NFKC"}, )" + bl + "}",
                        "'NFKC'"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\p{Lu}"}, "behavior": "Isolated"}})",
@@ -120,5 +123,11 @@ BOOST_AUTO_TEST_CASE(hostile_files_are_format_errors) {
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]}, )" + bl + "}",
                        "'<s>'"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": ["a"], "merges": []}})", "tokenizer.json layout"));
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Metaspace", "replacement": "_", "prepend_scheme": "first", "split": false}})",
+                       "replacement"));
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": true}})",
+                       "split=true"));
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}, {"type": "Lowercase"}]}})",
+                       "'Lowercase'"));
     fs::remove_all(dir);
 }

@@ -303,6 +303,18 @@ def make_spm_bpe(lines):
     return json.loads(tok.to_str()), {"layout": "vocabulary laid out by this script (trainer cannot)"}
 
 
+def make_spm_metaspace(lines):
+    # The same model as spm_bpe in the newer layout (Mistral v0.3, Llama 2 files re-saved by
+    # recent tokenizers): no normaliser, a Metaspace pre-tokenizer with prepend_scheme "first"
+    # (the "▁" prefix only on the text at the very start, not after an added token), split off.
+    d, _ = make_spm_bpe(lines)
+    tok = Tokenizer.from_str(json.dumps(d))
+    tok.normalizer = None
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+    return json.loads(tok.to_str()), {"layout": "spm_bpe's model with Metaspace(prepend_scheme=first, split=False)"}
+
+
 def dump_json(obj, depth=0):
     """Indented JSON that keeps each vocabulary entry, each merge and each case on one line, so
     that the files stay small (the whole of tests/data/tokenizer/hf/ is kept under 500 KB) and
@@ -331,7 +343,7 @@ def dump_json(obj, depth=0):
 
 
 MAKERS = [("gpt2", make_gpt2), ("llama3", make_llama3), ("qwen2", make_qwen2), ("smollm", make_smollm),
-          ("spm_bpe", make_spm_bpe)]
+          ("spm_bpe", make_spm_bpe), ("spm_metaspace", make_spm_metaspace)]
 
 
 def check_spm(tok):
@@ -359,7 +371,7 @@ def main():
         text = dump_json(d) + "\n"
         assert json.loads(text) == d
         tok = Tokenizer.from_str(text)  # must load as written
-        if name == "spm_bpe":
+        if name.startswith("spm_"):
             check_spm(tok)
         outdir = os.path.join(args.out, name)
         os.makedirs(outdir, exist_ok=True)

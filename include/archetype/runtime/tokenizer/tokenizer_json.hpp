@@ -8,15 +8,18 @@
 //    control tokens, others as user-defined; both are cut out of the text first, as HF
 //    does) and the BOS/EOS its post-processor adds (TemplateProcessing, RobertaProcessing,
 //    or a Sequence holding one).
-// The NFC normaliser is applied (unicode::nfc). Whatever else the file asks for —
-// SentencePiece-style BPE (byte_fallback), other normalisers, a pre-tokenizer step or
-// split behaviour not listed, a subword prefix — is a format_error naming it, never
-// ignored. BOS/EOS ids: the post-processor's tokens; else tokenizer_config.json's
+//  - model "BPE" in SentencePiece style (Llama 2, Mistral, Gemma 2, Phi-3): spaces as
+//    "▁" by the Prepend + Replace normaliser or a Metaspace pre-tokenizer (split off),
+//    byte_fallback: spm_bpe_tokenizer.
+// The NFC normaliser is applied (unicode::nfc). Whatever else the file asks for — other
+// normalisers, a pre-tokenizer step or split behaviour not listed, a subword prefix — is
+// a format_error naming it, never ignored. BOS/EOS ids: the post-processor's tokens; else tokenizer_config.json's
 // bos_token / eos_token beside the file; else config.json's bos_token_id / eos_token_id.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -28,6 +31,7 @@
 #include "archetype/runtime/tokenizer/bpe.hpp"
 #include "archetype/runtime/tokenizer/bpe_pre.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
+#include "archetype/runtime/tokenizer/spm_bpe.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 #include "archetype/runtime/unicode.hpp"
 
@@ -104,6 +108,42 @@ inline std::int32_t first_id(const json& v) {
     return -1;
 }
 
+// The SentencePiece style of a BPE file, or nothing when it is byte-level: Llama 2's
+// Prepend("▁") + Replace(" ", "▁") normaliser (the prefix on every text between added
+// tokens), or a Metaspace pre-tokenizer with split = false (prefix by prepend_scheme).
+inline std::optional<spm_bpe_tokenizer::prefix> sentencepiece_style(const json& j, const std::string& where) {
+    const json none;
+    const auto& n = j.contains("normalizer") ? j["normalizer"] : none;
+    const auto& pt = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : none;
+    const std::string space = "\xE2\x96\x81";
+    if (type_of(pt) == "Metaspace") {
+        if (!n.is_null()) throw format_error(where + ": normalizer '" + type_of(n) + "' with a Metaspace pre-tokenizer is not supported");
+        if (pt.value("replacement", space) != space) throw format_error(where + ": Metaspace replacement other than U+2581");
+        if (pt.value("split", false)) throw format_error(where + ": Metaspace split=true is not supported");
+        const auto scheme = pt.contains("prepend_scheme") ? pt["prepend_scheme"].get<std::string>()
+                                                          : (pt.value("add_prefix_space", true) ? "always" : "never");
+        if (scheme == "always") return spm_bpe_tokenizer::prefix::metaspace_always;
+        if (scheme == "first") return spm_bpe_tokenizer::prefix::metaspace_first;
+        if (scheme == "never") return spm_bpe_tokenizer::prefix::never;
+        throw format_error(where + ": Metaspace prepend_scheme '" + scheme + "' is not supported");
+    }
+    if (type_of(n) != "Sequence") return std::nullopt;
+    bool prepend = false, replace = false;
+    std::string other;
+    for (const auto& step : n.at("normalizers")) {
+        const auto t = type_of(step);
+        if (t == "Prepend" && step.value("prepend", std::string()) == space) prepend = true;
+        else if (t == "Replace" && step.at("pattern").value("String", std::string()) == " " &&
+                 step.value("content", std::string()) == space) replace = true;
+        else other = t;
+    }
+    if (!prepend && !replace) return std::nullopt; // not SentencePiece-style: the byte-level path decides
+    if (!other.empty()) throw format_error(where + ": normalizer step '" + other + "' is not supported");
+    if (!replace) throw format_error(where + ": a SentencePiece-style normalizer without Replace(' ', U+2581)");
+    if (!pt.is_null()) throw format_error(where + ": pre_tokenizer '" + type_of(pt) + "' after a SentencePiece normalizer");
+    return prepend ? spm_bpe_tokenizer::prefix::every_text : spm_bpe_tokenizer::prefix::never;
+}
+
 // BOS/EOS the post-processor adds to a single sequence.
 inline void post_processor_specials(const json& pp, const std::vector<std::string>& tokens, std::int32_t& bos,
                                     std::int32_t& eos, bool& add_bos, bool& add_eos, const std::string& where) {
@@ -150,8 +190,6 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
         const auto mtype = tj::type_of(m);
         if (mtype == "WordPiece") return load_wordpiece(path);
         if (mtype != "BPE") throw format_error(where + ": model type '" + mtype + "' is not supported (BPE, WordPiece)");
-        if (m.value("byte_fallback", false))
-            throw format_error(where + ": a BPE model with byte_fallback (SentencePiece-style BPE) is not supported yet");
         for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
             if (m.contains(k) && !m[k].is_null() && !m[k].get<std::string>().empty())
                 throw format_error(where + ": BPE " + k + " is not supported");
@@ -196,24 +234,6 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
         }
         c.ignore_merges = m.value("ignore_merges", false);
 
-        bool byte_level = false;
-        std::vector<std::string> patterns;
-        if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
-            tj::add_step(j["pre_tokenizer"], patterns, byte_level, where);
-        if (!byte_level)
-            throw format_error(where + ": a BPE model without a ByteLevel pre-tokenizer is not supported");
-        const std::string gpt2(detail::pre::gpt2_re);
-        if (patterns.size() == 1 && patterns[0] == gpt2) c.pre = bpe_pre::gpt2;
-        else if (patterns.size() == 2 && patterns[0] == R"(\p{N})" && patterns[1] == gpt2) c.pre = bpe_pre::smollm;
-        else if (patterns.empty()) throw format_error(where + ": the pre-tokenizer splits nothing");
-        else { c.pre = bpe_pre::patterns; c.patterns = std::move(patterns); }
-
-        if (j.contains("normalizer") && !j["normalizer"].is_null()) {
-            const auto t = tj::type_of(j["normalizer"]);
-            if (t != "NFC") throw format_error(where + ": normalizer '" + t + "' is not supported with a BPE model (NFC is)");
-            c.nfc = true;
-        }
-
         std::int32_t bos = -1, eos = -1;
         bool add_bos = false, add_eos = false;
         if (j.contains("post_processor"))
@@ -233,6 +253,41 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
         c.eos = eos;
         c.add_bos = add_bos;
         c.add_eos = add_eos;
+
+        if (const auto style = tj::sentencepiece_style(j, where)) {
+            spm_bpe_tokenizer::config s;
+            s.tokens = std::move(c.tokens);
+            s.types = std::move(c.types);
+            s.merges = std::move(c.merges);
+            s.prepend = *style;
+            s.fuse_unk = m.value("fuse_unk", false);
+            s.ignore_merges = c.ignore_merges;
+            const auto unk = m.contains("unk_token") && m["unk_token"].is_string() ? m["unk_token"].get<std::string>() : "";
+            s.unk = unk.empty() ? -1 : tj::id_of(s.tokens, unk);
+            s.bos = c.bos; s.eos = c.eos; s.add_bos = c.add_bos; s.add_eos = c.add_eos;
+            return std::make_unique<spm_bpe_tokenizer>(std::move(s));
+        }
+        if (m.value("byte_fallback", false))
+            throw format_error(where + ": byte_fallback with a byte-level pre-tokenizer is not supported");
+
+        bool byte_level = false;
+        std::vector<std::string> patterns;
+        if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
+            tj::add_step(j["pre_tokenizer"], patterns, byte_level, where);
+        if (!byte_level)
+            throw format_error(where + ": a BPE model without a ByteLevel pre-tokenizer is not supported");
+        const std::string gpt2(detail::pre::gpt2_re);
+        if (patterns.size() == 1 && patterns[0] == gpt2) c.pre = bpe_pre::gpt2;
+        else if (patterns.size() == 2 && patterns[0] == R"(\p{N})" && patterns[1] == gpt2) c.pre = bpe_pre::smollm;
+        else if (patterns.empty()) throw format_error(where + ": the pre-tokenizer splits nothing");
+        else { c.pre = bpe_pre::patterns; c.patterns = std::move(patterns); }
+
+        if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+            const auto t = tj::type_of(j["normalizer"]);
+            if (t != "NFC") throw format_error(where + ": normalizer '" + t + "' is not supported with a BPE model (NFC is)");
+            c.nfc = true;
+        }
+
         return std::make_unique<bpe_tokenizer>(std::move(c));
     } catch (const nlohmann::json::exception& e) {
         throw format_error(where + ": unexpected tokenizer.json layout: " + e.what());

@@ -1,0 +1,193 @@
+#pragma once
+// SentencePiece-style BPE as Hugging Face tokenizer.json writes it (Llama 2, Mistral,
+// Gemma 2, Phi-3 checkpoints): model BPE with byte_fallback over UTF-8 characters, spaces
+// spelled "▁", and merges by rank — unlike spm.hpp (GGUF `llama` vocabularies), which
+// joins by piece score. For each text between added tokens:
+//  1. spaces become "▁" and a "▁" is prepended: by the Prepend + Replace normaliser of
+//     Llama 2's file, on every such text; or by a Metaspace pre-tokenizer, unless the text
+//     already starts with one, on every text ("always"), only on the text at the very
+//     start ("first"), or never;
+//  2. the whole text is one word: each character is a symbol (its token), or, when the
+//     vocabulary lacks it, one <0xXX> token per UTF-8 byte (byte fallback), or the unknown
+//     token (consecutive unknowns fused when fuse_unk);
+//  3. adjacent symbols merge by the rank of their pair in the merges list.
+// Decoding undoes it: "▁" is a space, <0xXX> tokens are bytes, and the one leading space
+// the prefix added is dropped (the Strip decoder).
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "archetype/core/error.hpp"
+#include "archetype/runtime/tokenizer/merge.hpp"
+#include "archetype/runtime/tokenizer/tokenizer.hpp"
+#include "archetype/runtime/unicode.hpp"
+
+namespace archetype::tokenizer {
+
+class spm_bpe_tokenizer final : public tokenizer {
+public:
+    enum class prefix { every_text, metaspace_always, metaspace_first, never };
+    struct config {
+        std::vector<std::string> tokens;
+        std::vector<std::int32_t> types;   // token_type per token (control / user_defined: matched whole)
+        std::vector<std::string> merges;   // "left right", best first
+        prefix prepend = prefix::every_text;
+        bool fuse_unk = true, ignore_merges = false;
+        std::int32_t bos = -1, eos = -1, unk = -1, pad = -1;
+        bool add_bos = false, add_eos = false;
+    };
+
+    explicit spm_bpe_tokenizer(config c)
+        : tokens_(std::move(c.tokens)), prepend_(c.prepend), fuse_unk_(c.fuse_unk), ignore_merges_(c.ignore_merges) {
+        n_vocab_ = tokens_.size();
+        if (c.types.size() != tokens_.size())
+            throw format_error("token_type has " + std::to_string(c.types.size()) + " entries for " +
+                               std::to_string(tokens_.size()) + " tokens");
+        types_.reserve(tokens_.size());
+        for (auto t : c.types) types_.push_back(static_cast<token_type>(t));
+        set_special_ids(c.bos, c.eos, c.unk, c.pad, c.add_bos, c.add_eos);
+        for (std::size_t i = 0; i < tokens_.size(); ++i) {
+            const auto t = types_[i];
+            if (t == token_type::control || t == token_type::user_defined) specials_.insert(tokens_[i], static_cast<std::int32_t>(i));
+            else to_id_.emplace(tokens_[i], static_cast<std::int32_t>(i));
+        }
+        for (int b = 0; b < 256; ++b) {
+            static constexpr char hex[] = "0123456789ABCDEF";
+            const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+            const auto it = to_id_.find(name);
+            byte_id_[static_cast<std::size_t>(b)] = it == to_id_.end() ? -1 : it->second;
+            if (it != to_id_.end()) byte_of_.emplace(it->second, static_cast<unsigned char>(b));
+        }
+        for (std::size_t r = 0; r < c.merges.size(); ++r) {
+            const std::string& m = c.merges[r];
+            const auto sp = m.find(' ');
+            if (sp == std::string::npos || sp == 0 || sp + 1 >= m.size() || m.find(' ', sp + 1) != std::string::npos)
+                throw format_error("merge " + std::to_string(r) + " '" + m.substr(0, 80) + "' is not 'left right'");
+            const auto l = to_id_.find(m.substr(0, sp)), rt = to_id_.find(m.substr(sp + 1));
+            const auto res = to_id_.find(m.substr(0, sp) + m.substr(sp + 1));
+            if (l == to_id_.end() || rt == to_id_.end() || res == to_id_.end()) continue; // can never apply
+            merges_.try_emplace(key(l->second, rt->second), static_cast<std::int64_t>(r), res->second);
+        }
+    }
+
+    std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
+        std::vector<std::int32_t> ids;
+        if (add_special && adds_bos()) ids.push_back(bos_id());
+        std::vector<detail::symbol> syms;
+        std::string word;
+        split_specials(specials_, text, [&](std::string_view frag) {
+            if (frag.empty()) return; // Prepend leaves an empty text empty
+            const bool at_start = frag.data() == text.data();
+            word.clear();
+            const bool metaspace = prepend_ == prefix::metaspace_always || (prepend_ == prefix::metaspace_first && at_start);
+            const bool starts_with_space = frag[0] == ' ' || frag.substr(0, space_.size()) == space_;
+            if (prepend_ == prefix::every_text || (metaspace && !starts_with_space)) word += space_;
+            for (const char ch : frag) {
+                if (ch == ' ') word += space_;
+                else word += ch;
+            }
+            encode_word(word, syms, ids);
+        }, [&](std::int32_t id) { ids.push_back(id); });
+        if (add_special && adds_eos()) ids.push_back(eos_id());
+        return ids;
+    }
+
+    std::string decode(std::span<const std::int32_t> ids) const override {
+        std::string out;
+        for (auto id : ids) out += token_to_piece(id);
+        if (prepend_ != prefix::never && !out.empty() && out[0] == ' ') out.erase(0, 1);
+        return out;
+    }
+
+    std::string token_to_piece(std::int32_t id) const override {
+        check_id(id);
+        if (const auto b = byte_of_.find(id); b != byte_of_.end()) return std::string(1, static_cast<char>(b->second));
+        const auto& t = tokens_[static_cast<std::size_t>(id)];
+        const auto ty = types_[static_cast<std::size_t>(id)];
+        if (ty == token_type::control || ty == token_type::user_defined) return t;
+        std::string out;
+        for (std::size_t i = 0; i < t.size();) {
+            if (t.compare(i, space_.size(), space_) == 0) { out += ' '; i += space_.size(); }
+            else out += t[i++];
+        }
+        return out;
+    }
+
+    std::string_view kind() const noexcept override { return "spm-bpe"; }
+    /// Every byte has a <0xXX> token (else a character the vocabulary lacks becomes unk)
+    /// and no prefix is added (decoding drops one leading space, which a text may have had).
+    bool lossless() const noexcept override {
+        for (auto b : byte_id_)
+            if (b < 0) return false;
+        return prepend_ == prefix::never;
+    }
+
+private:
+    static std::uint64_t key(std::int32_t a, std::int32_t b) noexcept {
+        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+    }
+
+    void encode_word(const std::string& w, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
+        if (w.empty()) return;
+        if (ignore_merges_)
+            if (const auto it = to_id_.find(w); it != to_id_.end()) { ids.push_back(it->second); return; }
+        syms.clear();
+        auto push = [&](std::size_t start, std::size_t len, std::int32_t id) {
+            detail::symbol s;
+            s.start = start;
+            s.len = len;
+            s.id = id;
+            s.prev = static_cast<std::int64_t>(syms.size()) - 1;
+            if (!syms.empty()) syms.back().next = static_cast<std::int64_t>(syms.size());
+            syms.push_back(s);
+        };
+        for (std::size_t i = 0; i < w.size();) {
+            const auto u = unicode::decode_utf8(w, i);
+            const auto it = u.valid ? to_id_.find(std::string_view(w).substr(i, u.len)) : to_id_.end();
+            if (it != to_id_.end()) {
+                push(i, u.len, it->second);
+            } else {
+                bool all = true;
+                for (std::size_t k = 0; k < u.len; ++k) all = all && byte_id_[static_cast<unsigned char>(w[i + k])] >= 0;
+                if (all) {
+                    for (std::size_t k = 0; k < u.len; ++k) push(i + k, 1, byte_id_[static_cast<unsigned char>(w[i + k])]);
+                } else if (unk_id() >= 0) {
+                    if (fuse_unk_ && !syms.empty() && syms.back().id == unk_id() && syms.back().start + syms.back().len == i)
+                        syms.back().len += u.len;
+                    else push(i, u.len, unk_id());
+                } else {
+                    throw format_error("text has a character the vocabulary cannot express (no byte tokens, no unk)");
+                }
+            }
+            i += u.len;
+        }
+        detail::merge_symbols<std::int64_t>(syms, [&](const detail::symbol& a, const detail::symbol& b, std::int64_t& p,
+                                                      std::int32_t& id) {
+            const auto it = merges_.find(key(a.id, b.id));
+            if (it == merges_.end()) return false;
+            p = -it->second.first;
+            id = it->second.second;
+            return true;
+        });
+        for (std::int64_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next)
+            ids.push_back(syms[static_cast<std::size_t>(i)].id);
+    }
+
+    const std::string space_ = "\xE2\x96\x81"; // U+2581
+    std::vector<std::string> tokens_;
+    std::vector<token_type> types_;
+    string_map<std::int32_t> to_id_;
+    std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::int32_t>> merges_;
+    std::unordered_map<std::int32_t, unsigned char> byte_of_;
+    std::array<std::int32_t, 256> byte_id_{};
+    byte_trie specials_;
+    prefix prepend_;
+    bool fuse_unk_, ignore_merges_;
+};
+
+} // namespace archetype::tokenizer
