@@ -132,8 +132,10 @@ private:
     static constexpr std::size_t unbounded = static_cast<std::size_t>(-1);
 
     [[noreturn]] void fail(std::size_t at, const std::string& what) const {
-        throw format_error("pre-tokenizer pattern '" + pattern_ + "': " + what + " at byte " + std::to_string(at));
+        throw format_error("pre-tokenizer pattern '" + shown() + "': " + what + " at byte " + std::to_string(at));
     }
+
+    std::string shown() const { return pattern_.size() <= 160 ? pattern_ : pattern_.substr(0, 160) + "..."; }
 
     std::size_t add(node n) { nodes_.push_back(std::move(n)); return nodes_.size() - 1; }
 
@@ -146,6 +148,9 @@ private:
     }
 
     std::size_t parse_alt(std::size_t& i, bool icase) {
+        // Groups nest by recursion: a hostile pattern of 100 000 '(' must not overflow the stack.
+        if (++nesting_ > max_nesting) fail(i, "groups nested deeper than " + std::to_string(max_nesting));
+        struct unnest { std::size_t& n; ~unnest() { --n; } } u{nesting_};
         node alt;
         alt.op = kind::alt;
         alt.children.push_back(parse_seq(i, icase));
@@ -386,7 +391,7 @@ private:
     // ---- matching -----------------------------------------------------------------
     bool match(const subject& s, std::size_t id, std::size_t pos, cont k, budget& depth) const {
         if (++depth.depth > max_depth || depth.steps_left-- == 0)
-            throw format_error("pre-tokenizer pattern '" + pattern_ + "' needs more than " +
+            throw format_error("pre-tokenizer pattern '" + shown() + "' needs more than " +
                                (depth.depth > max_depth ? std::to_string(max_depth) + " nested steps"
                                                         : std::string("its step budget")) +
                                " to match at one position (catastrophic backtracking)");
@@ -444,9 +449,10 @@ private:
         return more() || (count >= n.min && k(pos));
     }
 
+    static constexpr std::size_t max_nesting = 200;
     std::string pattern_;
     std::vector<node> nodes_;
-    std::size_t root_ = 0;
+    std::size_t root_ = 0, nesting_ = 0;
 };
 
 } // namespace archetype::tokenizer
