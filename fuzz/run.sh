@@ -6,6 +6,8 @@
 #   BUILD=/tmp/bf CORPUS=/tmp/gguf-corpus fuzz/run.sh 60
 #   fuzz/run.sh 600 hf        # the Hugging Face checkpoint fuzzer (config.json +
 #                             # safetensors), seeded with tests/data/zoo/*/hf*/
+#   fuzz/run.sh 600 tok       # the tokenizer.json fuzzer, seeded with
+#                             # tests/data/tokenizer/hf/*/tokenizer.json
 set -euo pipefail
 seconds=${1:-60}
 target=${2:-gguf}
@@ -20,7 +22,7 @@ if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx meson setup "$build" "$src" -Db_lundef=false -Dtests=false -Dexamples=false \
     -Dbenchmarks=false -Dtools=false -Dfuzz=true >/dev/null
 fi
-ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds fuzz/fuzz_hf_checkpoint >/dev/null
+ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds fuzz/fuzz_hf_checkpoint fuzz/fuzz_tokenizer_json >/dev/null
 
 # CORPUS=DIR keeps the corpus between runs; by default it is a temporary directory.
 if [ -n "${CORPUS:-}" ]; then
@@ -28,6 +30,22 @@ if [ -n "${CORPUS:-}" ]; then
 else
   corpus=$(mktemp -d /tmp/archetype-fuzz-corpus.XXXXXX)
   trap 'rm -rf "$corpus"' EXIT
+fi
+if [ "$target" = tok ]; then
+  # one seed per tokenizer and text: u16 little-endian length of the text, the text, tokenizer.json
+  n=0
+  for t in "$src"/tests/data/tokenizer/hf/*/tokenizer.json; do
+    for text in "Hello world, it's 2026!" "<|im_start|>user 12345 \xf0\x9f\xa6\x99 e\xcc\x81" "  a\n\n\tb  "; do
+      L=$(printf "$text" | wc -c)
+      { printf "\\x$(printf %02x $((L & 255)))\\x$(printf %02x $((L >> 8)))"; printf "$text"; cat "$t"; } > "$corpus/seed$n.bin"
+      n=$((n+1))
+    done
+  done
+  echo "fuzz_tokenizer_json: $n seeds, $seconds s" >&2
+  mkdir -p "$artifacts"
+  "$build/fuzz/fuzz_tokenizer_json" "$corpus" -max_total_time="$seconds" -max_len="${MAX_LEN:-131072}" \
+    -rss_limit_mb=2048 -timeout=120 -print_final_stats=1 -artifact_prefix="$artifacts/"
+  exit 0
 fi
 if [ "$target" = hf ]; then
   # one seed per checkpoint directory: u16 little-endian length of config.json, config.json,

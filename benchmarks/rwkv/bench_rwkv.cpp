@@ -1,7 +1,9 @@
-// RWKV-6 throughput on seeded random weights, written as llama.cpp `rwkv6` GGUF
-// files (F16 matrices) by archetype's GGUF writer to a temporary directory:
+// RWKV-6 and RWKV-7 throughput on seeded random weights, written as llama.cpp `rwkv6`
+// / `rwkv7` GGUF files (F16 matrices) by archetype's GGUF writer to a temporary directory:
 //   small: D 768, 12 layers, head 64, vocab 65536   (~0.2B parameters)
 //   large: D 2048, 24 layers, head 64, vocab 65536  (1.6B-class)
+//   v7-small: RWKV-7 "Goose" 0.1B shape (D 768, 12 layers, head 64, LoRA ranks 64/64/32/128)
+//   v7-large: RWKV-7 1.5B shape (D 2048, 24 layers, head 64, LoRA ranks 96/96/64/256)
 // Measures prompt processing of 512 tokens (sequence mode) and decode, tokens/s,
 // with 2 threads, and the recurrent state per sequence after 16 and after 2048
 // tokens. Decode also reports the weight bytes it reads per token (every matrix
@@ -10,12 +12,14 @@
 // benchmarks/quant): F16 decode is memory-bound, so that fraction is its
 // efficiency. With LLAMA_BENCH=/path/to/llama-bench it also runs llama.cpp on the
 // same file (-p 512 -n 128 -t 2) and prints the ratios archetype / llama.cpp.
-// Arguments: `small`, `large` (default: both). ARCHETYPE_RWKV_BENCH_DIR=dir keeps
+// Arguments: `small`, `large`, `v7-small`, `v7-large` (default: all). ARCHETYPE_RWKV_BENCH_DIR=dir keeps
 // the GGUF files in dir (reused when present) instead of a temporary directory.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -41,8 +45,8 @@ std::size_t decode_weight_bytes(const rwkv_weights& W) {
     auto bytes = [](const kernels::weight_view& v) { return v.rows * v.row_bytes(); };
     std::size_t total = bytes(W.head);
     for (const auto& L : W.layers) {
-        for (const auto* v : {&L.maa_w1, &L.decay_w1, &L.decay_w2, &L.wr, &L.wk, &L.wv, &L.wg, &L.wo, &L.ffn_k,
-                              &L.ffn_v, &L.ffn_r})
+        for (const auto* v : {&L.maa_w1, &L.decay_w1, &L.decay_w2, &L.iclr_w1, &L.iclr_w2, &L.vres_w1, &L.vres_w2,
+                              &L.gate_w1, &L.gate_w2, &L.wr, &L.wk, &L.wv, &L.wg, &L.wo, &L.ffn_k, &L.ffn_v, &L.ffn_r})
             total += bytes(*v);
         for (const auto& v : L.maa_w2) total += bytes(v);
     }
@@ -77,7 +81,97 @@ void llama_bench(const std::string& bin, const std::string& model, double& pp, d
     }
 }
 
-void bench(const char* label, const rwkv_test::model_spec& spec, std::size_t n_decode, double bw) {
+/// A seeded random RWKV-7 model as llama.cpp's `rwkv7` GGUF: F16 square and channel-mix
+/// matrices, embedding and head; F32 vectors and LoRA matrices. Values are hashes of
+/// (tensor, element) in ranges that keep the recurrence finite (lerps in [0, 1], LoRA
+/// entries ±0.1, projections ±1/sqrt(D)); only the speed is measured.
+struct v7_spec {
+    std::size_t C, L, F, V, DW, DA, DV, DG, N = 64;
+};
+archetype::gguf::writer make_rwkv7_gguf(const v7_spec& s) {
+    archetype::gguf::writer w;
+    const std::string a = "rwkv7.";
+    w.set("general.architecture", std::string("rwkv7"));
+    w.set("general.name", std::string("random rwkv7"));
+    w.set(a + "context_length", std::uint32_t(1048576));
+    w.set(a + "embedding_length", std::uint32_t(s.C));
+    w.set(a + "block_count", std::uint32_t(s.L));
+    w.set(a + "feed_forward_length", std::uint32_t(s.F));
+    w.set(a + "attention.layer_norm_epsilon", 1e-5f);
+    w.set(a + "wkv.head_size", std::uint32_t(s.N));
+    w.set(a + "attention.head_count", std::uint32_t(0));
+    w.set(a + "attention.decay_lora_rank", std::uint32_t(s.DW));
+    w.set(a + "attention.iclr_lora_rank", std::uint32_t(s.DA));
+    w.set(a + "attention.value_residual_mix_lora_rank", std::uint32_t(s.DV));
+    w.set(a + "attention.gate_lora_rank", std::uint32_t(s.DG));
+    w.set(a + "token_shift_count", std::uint32_t(2));
+    w.set(a + "rescale_every_n_layers", std::uint32_t(0));
+    w.set("general.file_type", std::uint32_t(1));
+    w.set("tokenizer.ggml.model", std::string("rwkv"));
+    std::vector<std::string> toks;
+    std::vector<std::int32_t> types;
+    for (std::size_t i = 0; i < s.V; ++i) {
+        toks.push_back("t" + std::to_string(i));
+        types.push_back(1);
+    }
+    w.set("tokenizer.ggml.tokens", toks);
+    w.set("tokenizer.ggml.token_type", types);
+    std::uint64_t id = 0;
+    auto add = [&](const std::string& name, std::vector<std::uint64_t> ne, float lo, float hi, bool half) {
+        std::size_t n = 1;
+        for (auto d : ne) n *= std::size_t(d);
+        w.add_tensor(name, half ? ggml_type::F16 : ggml_type::F32, std::move(ne),
+                     [tid = ++id, n, lo, hi, half](std::byte* dst, std::size_t) {
+                         for (std::size_t i = 0; i < n; ++i) {
+                             const float v = lo + (hi - lo) * 0.5f * (rwkv_test::uniform(7, tid, i) + 1.f); // uniform: [-1, 1)
+                             if (half) {
+                                 const std::uint16_t h = fp32_to_fp16(v);
+                                 std::memcpy(dst + 2 * i, &h, 2);
+                             } else {
+                                 std::memcpy(dst + 4 * i, &v, 4);
+                             }
+                         }
+                     });
+    };
+    const float m = 1.f / std::sqrt(float(s.C)), mf = 1.f / std::sqrt(float(s.F));
+    add("token_embd.weight", {s.C, s.V}, -1.f, 1.f, true);
+    add("token_embd_norm.weight", {s.C}, 0.9f, 1.1f, false);
+    add("token_embd_norm.bias", {s.C}, -0.1f, 0.1f, false);
+    for (std::size_t l = 0; l < s.L; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        for (const char* n : {"attn_norm", "attn_norm_2", "time_mix_ln"}) {
+            add(p + n + ".weight", {s.C}, 0.9f, 1.1f, false);
+            add(p + n + ".bias", {s.C}, -0.1f, 0.1f, false);
+        }
+        add(p + "time_mix_lerp_fused.weight", {s.C, 1, 1, 6}, 0.f, 1.f, false);
+        add(p + "time_mix_w0.weight", {s.C}, -1.f, 1.f, false);
+        add(p + "time_mix_w1.weight", {s.C, s.DW}, -0.1f, 0.1f, false);
+        add(p + "time_mix_w2.weight", {s.DW, s.C}, -0.1f, 0.1f, false);
+        add(p + "time_mix_a0.weight", {s.C}, -0.5f, 0.5f, false);
+        add(p + "time_mix_a1.weight", {s.C, s.DA}, -0.1f, 0.1f, false);
+        add(p + "time_mix_a2.weight", {s.DA, s.C}, -0.1f, 0.1f, false);
+        add(p + "time_mix_v0.weight", {s.C}, -0.5f, 0.5f, false);
+        add(p + "time_mix_v1.weight", {s.C, l == 0 ? s.DA : s.DV}, -0.1f, 0.1f, false); // layer 0's: unused copies
+        add(p + "time_mix_v2.weight", {l == 0 ? s.DA : s.DV, s.C}, -0.1f, 0.1f, false);
+        add(p + "time_mix_g1.weight", {s.C, s.DG}, -0.1f, 0.1f, false);
+        add(p + "time_mix_g2.weight", {s.DG, s.C}, -0.1f, 0.1f, false);
+        add(p + "time_mix_k_k.weight", {s.C}, -0.5f, 0.5f, false);
+        add(p + "time_mix_k_a.weight", {s.C}, -0.5f, 0.5f, false);
+        add(p + "time_mix_r_k.weight", {s.C}, -0.5f, 0.5f, false);
+        for (const char* n : {"time_mix_key", "time_mix_value", "time_mix_receptance", "time_mix_output"})
+            add(p + n + ".weight", {s.C, s.C}, -m, m, true);
+        add(p + "channel_mix_lerp_k.weight", {s.C, 1, 1}, 0.f, 1.f, false);
+        add(p + "channel_mix_key.weight", {s.C, s.F}, -m, m, true);
+        add(p + "channel_mix_value.weight", {s.F, s.C}, -mf, mf, true);
+    }
+    add("output_norm.weight", {s.C}, 0.9f, 1.1f, false);
+    add("output_norm.bias", {s.C}, -0.1f, 0.1f, false);
+    add("output.weight", {s.C, s.V}, -m, m, true);
+    return w;
+}
+
+template <class Model, class Write>
+void bench(const char* label, const char* shape, std::size_t V, const Write& write_file, std::size_t n_decode, double bw) {
     const char* keep = std::getenv("ARCHETYPE_RWKV_BENCH_DIR");
     const auto dir = keep ? std::filesystem::path(keep)
                           : std::filesystem::temp_directory_path() / ("archetype_bench_rwkv_" + std::to_string(::getpid()));
@@ -85,16 +179,16 @@ void bench(const char* label, const rwkv_test::model_spec& spec, std::size_t n_d
     const std::string path = (dir / (std::string(label) + ".gguf")).string();
     auto t0 = clk::now();
     const bool write = !keep || !std::filesystem::exists(path);
-    if (write) rwkv_test::make_gguf(spec).write(path);
-    std::printf("%s: D %zu, %zu layers, head %zu, vocab %zu, ffn %zu, F16 matrices: %s %.2f GB (%.1f s)\n", label,
-                spec.C, spec.L, spec.N, spec.V, spec.F, write ? "wrote" : "reused",
+    if (write) write_file(path);
+    std::printf("%s: %s, F16 matrices: %s %.2f GB (%.1f s)\n", label, shape, write ? "wrote" : "reused",
                 double(std::filesystem::file_size(path)) / 1e9, seconds_since(t0));
 
-    const auto model = load_model<Rwkv6<dynamic, 64>>(path);
+    const auto model = load_model<Model>(path);
+    const std::size_t spec_V = V;
     auto sess = session(model, {.n_threads = 2, .max_sequences = 2, .prefill_chunk = 512});
     std::vector<std::int32_t> prompt(512);
-    for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int32_t((i * 7919) % spec.V);
-    std::vector<float> logits(spec.V);
+    for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int32_t((i * 7919) % spec_V);
+    std::vector<float> logits(spec_V);
     // prompt: 512 tokens in sequence mode, logits of the last position
     sess.prefill(0, std::span(prompt).first(8), logits.data(), rwkv_logits::last); // warm the page cache
     sess.reset(0);
@@ -108,7 +202,7 @@ void bench(const char* label, const rwkv_test::model_spec& spec, std::size_t n_d
         t0 = clk::now();
         for (std::size_t i = 0; i < n_decode; ++i) {
             sess.decode(0, tok, logits.data());
-            tok = std::int32_t((tok * 31 + 7) % spec.V);
+            tok = std::int32_t((tok * 31 + 7) % spec_V);
         }
         rounds.push_back(double(n_decode) / seconds_since(t0));
     }
@@ -179,18 +273,31 @@ void state_vs_length() {
 
 int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // progress shows when piped (meson test --benchmark)
-    bool small = true, large = true;
-    if (argc > 1) {
-        small = std::string(argv[1]) == "small";
-        large = std::string(argv[1]) == "large";
-    }
+    const std::string only = argc > 1 ? argv[1] : "";
+    auto want = [&](const char* name) { return only.empty() || only == name; };
     state_vs_length();
     double bw;
     {
         thread_pool pool(2);
         bw = archetype::bench_util::read_bandwidth_gbs(pool);
     }
-    if (small) bench("small", {.version = 6, .C = 768, .N = 64, .L = 12, .V = 65536, .F = 2688, .DM = 32, .DD = 64, .f16 = true}, 32, bw);
-    if (large) bench("large", {.version = 6, .C = 2048, .N = 64, .L = 24, .V = 65536, .F = 7168, .DM = 32, .DD = 64, .f16 = true}, 8, bw);
+    auto v6 = [&](const char* label, const rwkv_test::model_spec& spec, std::size_t n_decode) {
+        char shape[160];
+        std::snprintf(shape, sizeof shape, "RWKV-6, D %zu, %zu layers, head %zu, vocab %zu, ffn %zu", spec.C, spec.L,
+                      spec.N, spec.V, spec.F);
+        bench<Rwkv6<dynamic, 64>>(label, shape, spec.V, [&](const std::string& p) { rwkv_test::make_gguf(spec).write(p); },
+                                  n_decode, bw);
+    };
+    auto v7 = [&](const char* label, const v7_spec& spec, std::size_t n_decode) {
+        char shape[200];
+        std::snprintf(shape, sizeof shape, "RWKV-7, D %zu, %zu layers, head %zu, vocab %zu, ffn %zu, LoRA %zu/%zu/%zu/%zu",
+                      spec.C, spec.L, spec.N, spec.V, spec.F, spec.DW, spec.DA, spec.DV, spec.DG);
+        bench<Rwkv7<dynamic, 64>>(label, shape, spec.V, [&](const std::string& p) { make_rwkv7_gguf(spec).write(p); },
+                                  n_decode, bw);
+    };
+    if (want("small")) v6("small", {.version = 6, .C = 768, .N = 64, .L = 12, .V = 65536, .F = 2688, .DM = 32, .DD = 64, .f16 = true}, 32);
+    if (want("large")) v6("large", {.version = 6, .C = 2048, .N = 64, .L = 24, .V = 65536, .F = 7168, .DM = 32, .DD = 64, .f16 = true}, 8);
+    if (want("v7-small")) v7("v7-small", {.C = 768, .L = 12, .F = 3072, .V = 65536, .DW = 64, .DA = 64, .DV = 32, .DG = 128}, 32);
+    if (want("v7-large")) v7("v7-large", {.C = 2048, .L = 24, .F = 8192, .V = 65536, .DW = 96, .DA = 96, .DV = 64, .DG = 256}, 8);
     return 0;
 }

@@ -137,24 +137,12 @@ BOOST_AUTO_TEST_CASE(smollm_digits) {
 // ---- split patterns (split_regex.hpp): semantics worked out from PCRE/Oniguruma's rules
 
 static std::vector<std::string> split_with(std::initializer_list<std::string_view> patterns, const std::string& text) {
-    std::vector<char32_t> cps;
-    std::vector<std::size_t> off;
-    for (std::size_t i = 0; i < text.size();) {
-        const auto u = unicode::decode_utf8(text, i);
-        cps.push_back(u.valid ? u.cp : invalid_cp);
-        off.push_back(i);
-        i += u.len;
-    }
-    off.push_back(text.size());
-    std::vector<std::pair<std::size_t, std::size_t>> pieces{{0, cps.size()}}, next;
-    for (auto p : patterns) {
-        const split_regex re(p);
-        next.clear();
-        for (auto [a, b] : pieces) re.split(cps, a, b, next);
-        pieces.swap(next);
-    }
+    std::vector<split_regex> res;
+    for (auto p : patterns) res.emplace_back(p);
+    std::vector<std::pair<std::size_t, std::size_t>> words;
+    split_text(text, res, words);
     std::vector<std::string> out;
-    for (auto [a, b] : pieces) out.push_back(text.substr(off[a], off[b] - off[a]));
+    for (auto [a, n] : words) out.push_back(text.substr(a, n));
     return out;
 }
 

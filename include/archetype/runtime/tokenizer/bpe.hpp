@@ -12,6 +12,7 @@
 //     and merges apply by rank — unless `ignore_merges` is set and the whole word is a
 //     token (Llama 3), which is then taken as it is.
 #include <array>
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -149,20 +150,10 @@ public:
             if (it == to_id_.end()) all_bytes_ = false;
             cp_byte_.emplace(byte_cp_[static_cast<std::size_t>(b)], static_cast<unsigned char>(b));
         }
-        merges_.reserve(c.merges.size());
-        for (std::size_t r = 0; r < c.merges.size(); ++r) {
-            const std::string& m = c.merges[r];
-            const auto sp = m.find(' ');
-            if (sp == std::string::npos || sp == 0 || sp + 1 >= m.size() || m.find(' ', sp + 1) != std::string::npos)
-                throw format_error("merge " + std::to_string(r) + " '" + m.substr(0, 80) + "' is not 'left right'");
-            const auto l = to_id_.find(m.substr(0, sp));
-            const auto rt = to_id_.find(m.substr(sp + 1));
-            const auto res = to_id_.find(m.substr(0, sp) + m.substr(sp + 1));
-            // A merge whose parts or result are not tokens can never apply (HF refuses
-            // such files; llama.cpp skips the merge): skip it.
-            if (l == to_id_.end() || rt == to_id_.end() || res == to_id_.end()) continue;
-            merges_.try_emplace(key(l->second, rt->second), static_cast<std::int64_t>(r), res->second);
-        }
+        merges_.emplace(c.merges, [&](const std::string& t) {
+            const auto it = to_id_.find(t);
+            return it == to_id_.end() ? std::int32_t(-1) : it->second;
+        });
     }
 
     std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
@@ -191,7 +182,7 @@ public:
                 }
                 if (start < frag.size()) split_offset(frag, start, frag.size(), words);
             } else if (pre_ == bpe_pre::patterns) {
-                split_patterns(frag, words);
+                split_text(frag, patterns_, words);
             } else {
                 gpt2_split(frag, words);
             }
@@ -228,37 +219,11 @@ public:
     bool lossless() const noexcept override { return all_bytes_; }
 
 private:
-    static std::uint64_t key(std::int32_t a, std::int32_t b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-    }
     static void split_offset(std::string_view frag, std::size_t a, std::size_t b,
                              std::vector<std::pair<std::size_t, std::size_t>>& words) {
         const std::size_t first = words.size();
         gpt2_split(frag.substr(a, b - a), words);
         for (std::size_t i = first; i < words.size(); ++i) words[i].first += a;
-    }
-
-    // Applies the patterns in turn, each to every piece the previous one left.
-    void split_patterns(std::string_view frag, std::vector<std::pair<std::size_t, std::size_t>>& words) const {
-        std::vector<char32_t> cps;
-        std::vector<std::size_t> off;
-        cps.reserve(frag.size());
-        off.reserve(frag.size() + 1);
-        for (std::size_t i = 0; i < frag.size();) {
-            const auto u = unicode::decode_utf8(frag, i);
-            cps.push_back(u.valid ? u.cp : invalid_cp);
-            off.push_back(i);
-            i += u.len;
-        }
-        off.push_back(frag.size());
-        std::vector<std::pair<std::size_t, std::size_t>> pieces{{0, cps.size()}}, next;
-        for (const auto& re : patterns_) {
-            next.clear();
-            for (const auto& [a, b] : pieces) re.split(cps, a, b, next);
-            pieces.swap(next);
-        }
-        for (const auto& [a, b] : pieces)
-            if (b > a) words.emplace_back(off[a], off[b] - off[a]);
     }
 
     void encode_word(std::string_view w, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
@@ -274,31 +239,15 @@ private:
         for (std::size_t i = 0; i < w.size(); ++i) {
             const auto id = byte_id_[static_cast<unsigned char>(w[i])];
             if (id < 0) continue; // dropped; its neighbours become adjacent, as in HF
-            detail::symbol s;
-            s.start = i;
-            s.len = 1;
-            s.id = id;
-            s.prev = static_cast<std::int64_t>(syms.size()) - 1;
-            s.next = -1;
-            if (!syms.empty()) syms.back().next = static_cast<std::int64_t>(syms.size());
-            syms.push_back(s);
+            detail::push_symbol(syms, i, 1, id);
         }
-        detail::merge_symbols<std::int64_t>(syms, [&](const detail::symbol& a, const detail::symbol& b,
-                                                      std::int64_t& p, std::int32_t& id) {
-            const auto it = merges_.find(key(a.id, b.id));
-            if (it == merges_.end()) return false;
-            p = -it->second.first;
-            id = it->second.second;
-            return true;
-        });
-        for (std::int64_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next)
-            ids.push_back(syms[static_cast<std::size_t>(i)].id);
+        merges_->merge_into(syms, ids);
     }
 
     std::vector<std::string> tokens_;
     std::vector<token_type> types_;
     string_map<std::int32_t> to_id_;
-    std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::int32_t>> merges_;
+    std::optional<detail::rank_merges> merges_;
     std::unordered_map<char32_t, unsigned char> cp_byte_;
     std::array<char32_t, 256> byte_cp_{};
     std::array<std::int32_t, 256> byte_id_{};

@@ -455,4 +455,29 @@ private:
     std::size_t root_ = 0, nesting_ = 0;
 };
 
+/// Splits `text` by `patterns` applied in turn, each to every piece the previous one left
+/// (a pre-tokenizer's list); appends the non-empty pieces as (byte offset, byte length).
+inline void split_text(std::string_view text, std::span<const split_regex> patterns,
+                       std::vector<std::pair<std::size_t, std::size_t>>& words) {
+    std::vector<char32_t> cps;
+    std::vector<std::size_t> off;
+    cps.reserve(text.size());
+    off.reserve(text.size() + 1);
+    for (std::size_t i = 0; i < text.size();) {
+        const auto u = unicode::decode_utf8(text, i);
+        cps.push_back(u.valid ? u.cp : invalid_cp);
+        off.push_back(i);
+        i += u.len;
+    }
+    off.push_back(text.size());
+    std::vector<std::pair<std::size_t, std::size_t>> pieces{{0, cps.size()}}, next;
+    for (const auto& re : patterns) {
+        next.clear();
+        for (const auto& [a, b] : pieces) re.split(cps, a, b, next);
+        pieces.swap(next);
+    }
+    for (const auto& [a, b] : pieces)
+        if (b > a) words.emplace_back(off[a], off[b] - off[a]);
+}
+
 } // namespace archetype::tokenizer

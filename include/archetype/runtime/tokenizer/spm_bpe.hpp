@@ -15,6 +15,7 @@
 // the prefix added is dropped (the Strip decoder).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,16 +64,10 @@ public:
             byte_id_[static_cast<std::size_t>(b)] = it == to_id_.end() ? -1 : it->second;
             if (it != to_id_.end()) byte_of_.emplace(it->second, static_cast<unsigned char>(b));
         }
-        for (std::size_t r = 0; r < c.merges.size(); ++r) {
-            const std::string& m = c.merges[r];
-            const auto sp = m.find(' ');
-            if (sp == std::string::npos || sp == 0 || sp + 1 >= m.size() || m.find(' ', sp + 1) != std::string::npos)
-                throw format_error("merge " + std::to_string(r) + " '" + m.substr(0, 80) + "' is not 'left right'");
-            const auto l = to_id_.find(m.substr(0, sp)), rt = to_id_.find(m.substr(sp + 1));
-            const auto res = to_id_.find(m.substr(0, sp) + m.substr(sp + 1));
-            if (l == to_id_.end() || rt == to_id_.end() || res == to_id_.end()) continue; // can never apply
-            merges_.try_emplace(key(l->second, rt->second), static_cast<std::int64_t>(r), res->second);
-        }
+        merges_.emplace(c.merges, [&](const std::string& t) {
+            const auto it = to_id_.find(t);
+            return it == to_id_.end() ? std::int32_t(-1) : it->second;
+        });
     }
 
     std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
@@ -128,24 +123,12 @@ public:
     }
 
 private:
-    static std::uint64_t key(std::int32_t a, std::int32_t b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-    }
-
     void encode_word(const std::string& w, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
         if (w.empty()) return;
         if (ignore_merges_)
             if (const auto it = to_id_.find(w); it != to_id_.end()) { ids.push_back(it->second); return; }
         syms.clear();
-        auto push = [&](std::size_t start, std::size_t len, std::int32_t id) {
-            detail::symbol s;
-            s.start = start;
-            s.len = len;
-            s.id = id;
-            s.prev = static_cast<std::int64_t>(syms.size()) - 1;
-            if (!syms.empty()) syms.back().next = static_cast<std::int64_t>(syms.size());
-            syms.push_back(s);
-        };
+        auto push = [&](std::size_t start, std::size_t len, std::int32_t id) { detail::push_symbol(syms, start, len, id); };
         for (std::size_t i = 0; i < w.size();) {
             const auto u = unicode::decode_utf8(w, i);
             const auto it = u.valid ? to_id_.find(std::string_view(w).substr(i, u.len)) : to_id_.end();
@@ -166,23 +149,14 @@ private:
             }
             i += u.len;
         }
-        detail::merge_symbols<std::int64_t>(syms, [&](const detail::symbol& a, const detail::symbol& b, std::int64_t& p,
-                                                      std::int32_t& id) {
-            const auto it = merges_.find(key(a.id, b.id));
-            if (it == merges_.end()) return false;
-            p = -it->second.first;
-            id = it->second.second;
-            return true;
-        });
-        for (std::int64_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next)
-            ids.push_back(syms[static_cast<std::size_t>(i)].id);
+        merges_->merge_into(syms, ids);
     }
 
     const std::string space_ = "\xE2\x96\x81"; // U+2581
     std::vector<std::string> tokens_;
     std::vector<token_type> types_;
     string_map<std::int32_t> to_id_;
-    std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::int32_t>> merges_;
+    std::optional<detail::rank_merges> merges_;
     std::unordered_map<std::int32_t, unsigned char> byte_of_;
     std::array<std::int32_t, 256> byte_id_{};
     byte_trie specials_;
