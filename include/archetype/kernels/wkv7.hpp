@@ -11,14 +11,28 @@
 //
 // Accuracy: the GroupNorm after it divides by the spread of a head's outputs, so
 // the two reductions are summed in double (the update is one float FMA chain per
-// element). The reductions are 2 N^2 multiply-adds per head and token beside the
-// N^2 of the update, a small part of a token's work next to the projections. The
+// element). Each reduction keeps 8 independent double partial sums: one serial chain
+// of N dependent additions per row made the kernel latency-bound (about 0.7 s of a
+// 512-token prompt on the 0.1B shape), eight chains let the compiler vectorise it. The
 // shared RWKV-7 fixtures (float64 numpy of the reference) check it to 1e-5.
 #include <cstddef>
 
 #include "archetype/core/thread_pool.hpp"
 
 namespace archetype::kernels {
+
+namespace detail {
+/// sum_j x[j] * y[j] in double, as 8 interleaved partial sums added pairwise.
+inline double dot_f64(const float* x, const float* y, std::size_t n) noexcept {
+    double acc[8] = {};
+    std::size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (std::size_t u = 0; u < 8; ++u) acc[u] += double(x[j + u]) * double(y[j + u]);
+    double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; j < n; ++j) s += double(x[j]) * double(y[j]);
+    return s;
+}
+} // namespace detail
 
 /// Inputs [n_tok rows x ld], head h at column h*N; S: n_head consecutive N x N
 /// matrices (updated in place); out [n_tok rows x ldo].
@@ -33,15 +47,9 @@ inline void wkv7(std::size_t n_tok, std::size_t n_head, std::size_t N, const flo
             float* ot = out + t * ldo + h * N;
             for (std::size_t i = 0; i < N; ++i) {
                 float* row = Sh + i * N;
-                double sa = 0;
-                for (std::size_t j = 0; j < N; ++j) sa += double(row[j]) * double(at_[j]);
-                const float saf = float(sa), vi = vt[i];
-                double o = 0;
-                for (std::size_t j = 0; j < N; ++j) {
-                    row[j] = row[j] * wt[j] + saf * bt[j] + vi * kt[j];
-                    o += double(row[j]) * double(rt[j]);
-                }
-                ot[i] = float(o);
+                const float saf = float(detail::dot_f64(row, at_, N)), vi = vt[i];
+                for (std::size_t j = 0; j < N; ++j) row[j] = row[j] * wt[j] + saf * bt[j] + vi * kt[j];
+                ot[i] = float(detail::dot_f64(row, rt, N));
             }
         }
     };
