@@ -50,7 +50,7 @@ public:
         const subject s{cps, begin, end};
         std::size_t result = no_match;
         auto accept = [&](std::size_t p) { result = p; return true; };
-        budget b{0, max_steps_base + max_steps_per_cp * (end - pos)};
+        budget b{frame(), max_steps_base + max_steps_per_cp * (end - pos)};
         match(s, root_, pos, cont::of(accept), b);
         return result == pos ? no_match : result;
     }
@@ -121,15 +121,21 @@ private:
         }
     };
 
-    // Bounds on one match attempt: nesting (the stack) and steps (exponential
-    // backtracking, e.g. a hostile file's `(a|aa)+b`). Real pre-tokenizer patterns use a
-    // few steps per code point.
-    static constexpr std::size_t max_depth = 20000;
+    // Bounds on one match attempt: the stack it may use (the matcher recurses once per
+    // node and iteration on the current path; measured from the frame addresses, since
+    // frame sizes differ between builds, sanitizers included) and the steps it may take
+    // (exponential backtracking, e.g. a hostile file's `(a|aa)+b`). Real pre-tokenizer
+    // patterns use a few steps per code point and repeat single code points, which run as
+    // loops; only a repeat of a longer group nests (exaone-moe's `(?:\p{L}\p{M}*...)+`:
+    // a word of some thousands of letters exceeds the stack bound and is an error).
+    static constexpr std::size_t max_stack_bytes = std::size_t(1) << 20;
     static constexpr std::size_t max_steps_base = 1u << 20, max_steps_per_cp = 256;
-    struct budget {
-        std::size_t depth, steps_left;
-    };
     static constexpr std::size_t unbounded = static_cast<std::size_t>(-1);
+    struct budget {
+        std::uintptr_t stack_base;
+        std::size_t steps_left;
+    };
+    static std::uintptr_t frame() noexcept { return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)); }
 
     [[noreturn]] void fail(std::size_t at, const std::string& what) const {
         throw format_error("pre-tokenizer pattern '" + shown() + "': " + what + " at byte " + std::to_string(at));
@@ -390,12 +396,14 @@ private:
 
     // ---- matching -----------------------------------------------------------------
     bool match(const subject& s, std::size_t id, std::size_t pos, cont k, budget& depth) const {
-        if (++depth.depth > max_depth || depth.steps_left-- == 0)
+        const std::uintptr_t here = frame();
+        const std::size_t used = here < depth.stack_base ? depth.stack_base - here : here - depth.stack_base;
+        if (used > max_stack_bytes || depth.steps_left-- == 0)
             throw format_error("pre-tokenizer pattern '" + shown() + "' needs more than " +
-                               (depth.depth > max_depth ? std::to_string(max_depth) + " nested steps"
-                                                        : std::string("its step budget")) +
-                               " to match at one position (catastrophic backtracking)");
-        struct guard { budget& d; ~guard() { --d.depth; } } g{depth};
+                               (used > max_stack_bytes ? std::string("1 MiB of stack (a repeated group matching "
+                                                                     "thousands of times)")
+                                                       : std::string("its step budget (catastrophic backtracking)")) +
+                               " to match at one position");
         const auto& n = nodes_[id];
         switch (n.op) {
         case kind::set:
