@@ -122,7 +122,13 @@ BOOST_AUTO_TEST_CASE(hostile_files_are_format_errors) {
                        "MergedWithPrevious"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]}, )" + bl + "}",
                        "'<s>'"));
-    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": ["a"], "merges": []}})", "tokenizer.json layout"));
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": ["a"], "merges": []}})", "is not an integer"));
+    // found by fuzz_tokenizer_json: a float id converted to an integer was undefined behaviour
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 7e76}, "merges": []}, )" + bl + "}", "'a' = 7e+76 is not an integer"));
+    BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": [{"id": 1.5, "content": "x"}], )" + bl + "}",
+                       "added token id = 1.5"));
+    BOOST_TEST(refused(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}, "max_input_chars_per_word": 1e300}})",
+                       "max_input_chars_per_word"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Metaspace", "replacement": "_", "prepend_scheme": "first", "split": false}})",
                        "replacement"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": true}})",

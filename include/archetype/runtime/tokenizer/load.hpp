@@ -27,6 +27,14 @@ namespace detail {
 inline std::int32_t gguf_id(const gguf::file& f, std::string_view key) {
     return f.has(key) ? f.get<std::int32_t>(key) : -1;
 }
+
+/// A JSON integer, checked: a float such as 7e76 converted to an integer would be
+/// undefined behaviour, so anything but an integer is a format_error naming `what`.
+inline std::int64_t json_int(const nlohmann::json& v, const std::string& what) {
+    if (!v.is_number_integer())
+        throw format_error(what + " = " + v.dump().substr(0, 40) + " is not an integer");
+    return v.get<std::int64_t>();
+}
 } // namespace detail
 
 /// The tokenizer a GGUF file describes, chosen by tokenizer.ggml.model:
@@ -126,7 +134,7 @@ inline std::unique_ptr<wordpiece_tokenizer> load_wordpiece(const std::string& pa
             c.tokens.assign(vocab.size(), std::string());
             std::vector<bool> seen(vocab.size(), false);
             for (const auto& [tok, idv] : vocab.items()) {
-                const auto id = idv.get<std::int64_t>();
+                const auto id = detail::json_int(idv, "'" + path + "': the id of token '" + tok + "'");
                 if (id < 0 || static_cast<std::size_t>(id) >= vocab.size() || seen[static_cast<std::size_t>(id)])
                     throw format_error("'" + path + "': token '" + tok + "' has id " + std::to_string(id) +
                                        ", ids must be 0.." + std::to_string(vocab.size() - 1) + " once each");
@@ -135,7 +143,13 @@ inline std::unique_ptr<wordpiece_tokenizer> load_wordpiece(const std::string& pa
             }
             c.unk = m.value("unk_token", std::string("[UNK]"));
             c.prefix = m.value("continuing_subword_prefix", std::string("##"));
-            c.max_chars = m.value("max_input_chars_per_word", std::size_t(100));
+            if (m.contains("max_input_chars_per_word")) {
+                const auto n = detail::json_int(m["max_input_chars_per_word"], "'" + path + "': max_input_chars_per_word");
+                if (n < 1 || n > (1 << 20))
+                    throw format_error("'" + path + "': max_input_chars_per_word = " + std::to_string(n) +
+                                       " is out of range (1..1048576)");
+                c.max_chars = static_cast<std::size_t>(n);
+            }
             if (j.contains("normalizer") && j["normalizer"].is_object() &&
                 j["normalizer"].value("type", std::string()) == "BertNormalizer") {
                 const auto& n = j["normalizer"];

@@ -200,7 +200,7 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
         const auto& vocab = m.at("vocab");
         std::size_t n = vocab.size();
         for (const auto& t : j.value("added_tokens", tj::json::array())) {
-            const auto id = t.at("id").get<std::int64_t>();
+            const auto id = detail::json_int(t.at("id"), where + ": added token id");
             if (id < 0 || id > (1 << 24)) throw format_error(where + ": added token id " + std::to_string(id) + " out of range");
             n = std::max(n, static_cast<std::size_t>(id) + 1);
         }
@@ -217,9 +217,9 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
             seen[static_cast<std::size_t>(id)] = true;
             c.tokens[static_cast<std::size_t>(id)] = tok;
         };
-        for (const auto& [tok, idv] : vocab.items()) place(idv.get<std::int64_t>(), tok);
+        for (const auto& [tok, idv] : vocab.items()) place(detail::json_int(idv, where + ": the id of token '" + tok + "'"), tok);
         for (const auto& t : j.value("added_tokens", tj::json::array())) {
-            const auto id = t.at("id").get<std::int64_t>();
+            const auto id = detail::json_int(t.at("id"), where + ": added token id");
             place(id, t.at("content").get<std::string>());
             c.types[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(
                 t.value("special", false) ? token_type::control : token_type::user_defined);
