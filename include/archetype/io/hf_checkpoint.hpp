@@ -60,26 +60,45 @@ struct family {
     bool window = false;        // sliding_window written as {arch}.attention.sliding_window
     bool rope = true;           // rotary positions (GPT-2: learned; BLOOM: ALiBi)
     bool ff_4x = false;         // feed_forward_length = 4 x n_embd (GPT-2's n_inner when set)
+    /// Tensor names and layouts: Llama-style `model.layers.N.*`, GPT-2's `transformer.h.N.*`
+    /// with Conv1D ([in, out]) weights transposed, or BLOOM's with fused q/k/v rows regrouped.
+    enum class layout { llama, gpt2, bloom } tensors = layout::llama;
+    bool tied_by_default = false; // tie_word_embeddings when config.json does not say
+    bool drops_head_dim = false;  // the converter ignores head_dim (Granite)
+    bool llama3_rope = false;     // rope_scaling type llama3 -> rope_freqs.weight (Llama)
+    bool long_rope = false;       // LongRoPE factors, attn_factor, original context; the rotary
+                                  // width as int(f * n_embd) / n_head (Phi-3)
+    bool moe = false;             // experts stacked per layer, router -> ffn_gate_inp (Qwen3-MoE)
+    bool soft_caps = false;       // soft caps and query_pre_attn_scalar (Gemma 2)
+    bool multipliers = false;     // embedding/residual/attention/logit multipliers (Granite)
+    bool parallel_residual_key = false; // writes use_parallel_residual (StableLM)
+    bool no_rope_every_4 = false; // no_rope_layer_interval must be 4 (SmolLM3)
+    bool refuses_use_sliding_window = false; // Qwen's use_sliding_window is not converted
 };
 
 /// The families a checkpoint directory may be, with the converter's rules.
 inline const std::vector<family>& families() {
     static const std::vector<family> f = {
-        {.hf_class = "LlamaForCausalLM", .gguf_arch = "llama", .permute_qk = true},
+        {.hf_class = "LlamaForCausalLM", .gguf_arch = "llama", .permute_qk = true, .llama3_rope = true},
         {.hf_class = "MistralForCausalLM", .gguf_arch = "llama", .permute_qk = true, .window = true},
-        {.hf_class = "Qwen2ForCausalLM", .gguf_arch = "qwen2"},
-        {.hf_class = "Qwen3ForCausalLM", .gguf_arch = "qwen3"},
-        {.hf_class = "GraniteForCausalLM", .gguf_arch = "granite", .permute_qk = true},
-        {.hf_class = "SmolLM3ForCausalLM", .gguf_arch = "smollm3", .permute_qk = true},
+        {.hf_class = "Qwen2ForCausalLM", .gguf_arch = "qwen2", .refuses_use_sliding_window = true},
+        {.hf_class = "Qwen3ForCausalLM", .gguf_arch = "qwen3", .refuses_use_sliding_window = true},
+        {.hf_class = "GraniteForCausalLM", .gguf_arch = "granite", .permute_qk = true, .drops_head_dim = true,
+         .multipliers = true},
+        {.hf_class = "SmolLM3ForCausalLM", .gguf_arch = "smollm3", .permute_qk = true, .no_rope_every_4 = true},
         {.hf_class = "Olmo2ForCausalLM", .gguf_arch = "olmo2", .post_norms = true},
-        {.hf_class = "Gemma2ForCausalLM", .gguf_arch = "gemma2", .norm_plus_one = true, .post_norms = true, .window = true},
-        {.hf_class = "StableLmForCausalLM", .gguf_arch = "stablelm", .layer_norm = true},
-        {.hf_class = "Starcoder2ForCausalLM", .gguf_arch = "starcoder2", .layer_norm = true, .window = true},
-        {.hf_class = "Phi3ForCausalLM", .gguf_arch = "phi3", .window = true},
-        {.hf_class = "Qwen3MoeForCausalLM", .gguf_arch = "qwen3moe"},
+        {.hf_class = "Gemma2ForCausalLM", .gguf_arch = "gemma2", .norm_plus_one = true, .post_norms = true, .window = true,
+         .soft_caps = true},
+        {.hf_class = "StableLmForCausalLM", .gguf_arch = "stablelm", .layer_norm = true, .parallel_residual_key = true},
+        {.hf_class = "Starcoder2ForCausalLM", .gguf_arch = "starcoder2", .layer_norm = true, .window = true,
+         .tied_by_default = true},
+        {.hf_class = "Phi3ForCausalLM", .gguf_arch = "phi3", .window = true, .long_rope = true},
+        {.hf_class = "Qwen3MoeForCausalLM", .gguf_arch = "qwen3moe", .moe = true, .refuses_use_sliding_window = true},
         // GPT-2: Conv1D weights ([in, out]) transposed; BLOOM: fused q/k/v rows regrouped
-        {.hf_class = "GPT2LMHeadModel", .gguf_arch = "gpt2", .layer_norm = true, .rope = false, .ff_4x = true},
-        {.hf_class = "BloomForCausalLM", .gguf_arch = "bloom", .layer_norm = true, .rope = false, .ff_4x = true},
+        {.hf_class = "GPT2LMHeadModel", .gguf_arch = "gpt2", .layer_norm = true, .rope = false, .ff_4x = true,
+         .tensors = family::layout::gpt2, .tied_by_default = true},
+        {.hf_class = "BloomForCausalLM", .gguf_arch = "bloom", .layer_norm = true, .rope = false, .ff_4x = true,
+         .tensors = family::layout::bloom, .tied_by_default = true},
     };
     return f;
 }
@@ -368,7 +387,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
 
     // hyperparameters (GPT-2 and BLOOM name them their own way)
     const std::string_view arch = fam->gguf_arch;
-    const bool gpt2 = arch == "gpt2", bloom = arch == "bloom";
+    const bool gpt2 = fam->tensors == family::layout::gpt2, bloom = fam->tensors == family::layout::bloom;
     const std::uint64_t n_layer = c.dim(c.first_of({"num_hidden_layers", "n_layer"}), 1u << 16),
                         n_embd = c.dim(c.first_of({"hidden_size", "n_embd", "n_embed"})),
                         n_head = c.dim(c.first_of({"num_attention_heads", "n_head"})),
@@ -380,7 +399,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
     if (n_head % n_head_kv != 0)
         throw format_error("config.json num_attention_heads " + std::to_string(n_head) +
                            " is not a multiple of num_key_value_heads " + std::to_string(n_head_kv));
-    const bool explicit_hd = c.has("head_dim") && arch != "granite"; // the granite converter drops head_dim
+    const bool explicit_hd = c.has("head_dim") && !fam->drops_head_dim;
     const std::uint64_t hd = explicit_hd ? c.dim("head_dim") : n_embd / n_head;
     if (!explicit_hd && n_embd % n_head != 0)
         throw format_error("config.json hidden_size " + std::to_string(n_embd) + " is not a multiple of num_attention_heads");
@@ -401,7 +420,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         w.set(a + "attention.layer_norm_epsilon",
               float(c.num_or(c.first_of({"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"}), 1e-5)));
     else w.set(a + "attention.layer_norm_rms_epsilon", float(c.num_or("rms_norm_eps", 1e-6)));
-    if (arch == "qwen3moe") {
+    if (fam->moe) {
         const auto n_expert = c.dim(c.first_of({"num_experts", "num_local_experts"}), 1u << 12), n_used = c.dim("num_experts_per_tok", 1u << 12);
         if (n_used > n_expert)
             throw format_error("config.json num_experts_per_tok " + std::to_string(n_used) + " exceeds num_experts " +
@@ -430,19 +449,19 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
                                                             : c.number(rope["partial_rotary_factor"], "partial_rotary_factor");
             if (!(f > 0 && f <= 1)) throw format_error("config.json partial_rotary_factor must be in (0, 1]");
             // Phi-3's converter: int(f * n_embd) / n_head
-            n_rot = arch == "phi3" ? std::uint64_t(f * double(n_embd)) / n_head : std::uint64_t(f * double(hd));
+            n_rot = fam->long_rope ? std::uint64_t(f * double(n_embd)) / n_head : std::uint64_t(f * double(hd));
             if (n_rot == 0 || n_rot % 2) throw format_error("config.json partial_rotary_factor gives an odd or empty rotary width");
         }
         w.set(a + "rope.dimension_count", std::uint32_t(n_rot));
         const std::string rope_type = rope.contains("rope_type") && rope["rope_type"].is_string() ? rope["rope_type"].get<std::string>()
                                     : rope.contains("type") && rope["type"].is_string()      ? rope["type"].get<std::string>()
                                                                                              : "default";
-        if (rope_type == "llama3" && arch == "llama") rope_freqs = detail::llama3_rope_freqs(rope, base, n_rot);
-        else if ((rope_type == "longrope" || rope_type == "su") && arch == "phi3")
+        if (rope_type == "llama3" && fam->llama3_rope) rope_freqs = detail::llama3_rope_freqs(rope, base, n_rot);
+        else if ((rope_type == "longrope" || rope_type == "su") && fam->long_rope)
             detail::phi3_long_rope(w, a, c, rope, n_ctx, n_rot, factors_long, factors_short);
         else if (rope_type != "default")
             throw format_error("config.json rope type '" + rope_type + "' is not implemented for " + cls);
-        if (arch == "phi3") {
+        if (fam->long_rope) {
             const auto orig = rope.contains("original_max_position_embeddings") ? rope["original_max_position_embeddings"]
                                                                                 : c.raw().value("original_max_position_embeddings", nlohmann::json());
             if (!orig.is_null())
@@ -467,22 +486,22 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
             throw format_error("config.json 'layer_types' has windowed layers, which " + cls + " is not converted with");
         if (any) w.set(a + "attention.sliding_window_pattern", windowed);
     }
-    if (arch == "gemma2") {
+    if (fam->soft_caps) {
         if (c.has("attn_logit_softcapping")) w.set(a + "attn_logit_softcapping", float(c.num("attn_logit_softcapping")));
         if (c.has("final_logit_softcapping")) w.set(a + "final_logit_softcapping", float(c.num("final_logit_softcapping")));
         // transformers scales by query_pre_attn_scalar^-0.5 (the GGUF leaves it to llama.cpp's rule)
         w.set(a + "attention.scale", float(1.0 / std::sqrt(c.num_or("query_pre_attn_scalar", double(hd)))));
     }
-    if (arch == "granite") {
+    if (fam->multipliers) {
         if (c.has("attention_multiplier")) w.set(a + "attention.scale", float(c.num("attention_multiplier")));
         if (c.has("embedding_multiplier")) w.set(a + "embedding_scale", float(c.num("embedding_multiplier")));
         if (c.has("residual_multiplier")) w.set(a + "residual_scale", float(c.num("residual_multiplier")));
         if (c.has("logits_scaling")) w.set(a + "logit_scale", float(c.num("logits_scaling")));
     }
-    if (arch == "stablelm") w.set(a + "use_parallel_residual", c.flag_or("use_parallel_residual", false));
-    if (arch == "smollm3" && c.dim_or("no_rope_layer_interval", 4) != 4)
+    if (fam->parallel_residual_key) w.set(a + "use_parallel_residual", c.flag_or("use_parallel_residual", false));
+    if (fam->no_rope_every_4 && c.dim_or("no_rope_layer_interval", 4) != 4)
         throw format_error("config.json no_rope_layer_interval must be 4 (the library's and llama.cpp's SmolLM3 rule)");
-    if ((arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe") && c.flag_or("use_sliding_window", false))
+    if (fam->refuses_use_sliding_window && c.flag_or("use_sliding_window", false))
         throw format_error("config.json use_sliding_window = true is not implemented for " + cls);
 
     // tensors
@@ -582,7 +601,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
             for (const char* s : suffixes) take(tp + "word_embeddings_layernorm." + s, std::string("token_embd_norm.") + s);
         for (const char* s : suffixes) take(tp + "ln_f." + s, std::string("output_norm.") + s);
         if (W.by_name.count("lm_head.weight")) {
-            if (c.flag_or("tie_word_embeddings", true)) used.insert("lm_head.weight"); // the embedding, once
+            if (c.flag_or("tie_word_embeddings", fam->tied_by_default)) used.insert("lm_head.weight"); // the embedding, once
             else take("lm_head.weight", "output.weight");
         }
         const name_pair gpt2_names[] = {{"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"}, {"attn.c_proj", "attn_output"},
@@ -601,7 +620,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         take("model.embed_tokens.weight", "token_embd.weight");
         take("model.norm.weight", "output_norm.weight");
         take("model.norm.bias", "output_norm.bias");
-        if (!c.flag_or("tie_word_embeddings", arch == "starcoder2") || !W.by_name.count("model.embed_tokens.weight"))
+        if (!c.flag_or("tie_word_embeddings", fam->tied_by_default) || !W.by_name.count("model.embed_tokens.weight"))
             take("lm_head.weight", "output.weight");
         else if (W.by_name.count("lm_head.weight"))
             used.insert("lm_head.weight"); // tied: the converter writes the embedding once
@@ -621,7 +640,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
             };
             for (const auto& [hn, gn] : names)
                 for (const char* s : suffixes) take(h + hn + "." + s, g + gn + "." + s);
-            if (arch == "qwen3moe") detail::moe_experts(w, W, owned, used, c, h, g, n_embd);
+            if (fam->moe) detail::moe_experts(w, W, owned, used, c, h, g, n_embd);
             used.insert(h + "self_attn.rotary_emb.inv_freq"); // a buffer older checkpoints saved; recomputed from the config
         }
     }
