@@ -37,10 +37,12 @@ int cmd_describe(int argc, char** argv) {
             return 0;
         });
     auto file = open_model_file(path);
-    if (entry_accepts<presets::bert_architecture>(file)) {
-        std::fputs(describe(load_model<presets::Bert>(path)).c_str(), stdout);
-        return 0;
-    }
+    if (takes_file(file, encoder_architectures{}))
+        return with_architecture<encoder_architectures>(file, [&]<class E>(std::type_identity<E>) {
+            // (with_architecture is done with `file` once it calls this visitor)
+            std::fputs(describe(load_model<E>(std::move(file))).c_str(), stdout);
+            return 0;
+        });
     return run_registered_decoder(std::move(file), decoder_job{});
 }
 

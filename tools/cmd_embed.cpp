@@ -21,12 +21,14 @@
 #include <vector>
 
 #include "archetype/core/error.hpp"
+#include "archetype/models/architectures.hpp"
 #include "archetype/models/bert_safetensors.hpp"
 #include "archetype/models/encoder.hpp"
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/runtime/encoder_session.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
+#include "model_file.hpp"
 
 namespace archetype::tools {
 
@@ -109,7 +111,7 @@ int cmd_embed(int argc, char** argv) {
     bool any_text = false;
     for (const auto& s : seqs) any_text = any_text || s.text.has_value();
 
-    if (std::filesystem::is_directory(model_path)) {
+    if (std::filesystem::is_directory(model_path) && !hf::converts(model_path)) { // sentence-transformers (BERT)
         const auto st = arch::read_sentence_transformers(model_path);
         std::unique_ptr<tokenizer::tokenizer> tok;
         if (any_text) {
@@ -130,12 +132,21 @@ int cmd_embed(int argc, char** argv) {
         }
         return 0;
     }
-    using AnyBert = Encoder<>; // every dimension and the pooling from the file
-    const auto model = load_model<AnyBert>(model_path);
-    std::unique_ptr<tokenizer::tokenizer> tok;
-    if (any_text) tok = tokenizer::load_tokenizer(model.file());
-    run_embed<AnyBert>(model, seqs, tok.get(), 0, pooling, normalize.value_or(2), threads, out_path);
-    return 0;
+    // a GGUF, or a checkpoint directory converted as llama.cpp's converter would (ModernBERT):
+    // the registered encoder its general.architecture names (bert, modern-bert, ...), every
+    // dimension and the pooling from the file
+    auto file = open_model_file(model_path);
+    if (!takes_file(file, encoder_architectures{}))
+        throw shape_error("general.architecture is '" + std::string(file.architecture()) +
+                          "', which is not an encoder (known encoders: " + architecture_names(encoder_architectures{}) + ")");
+    return with_architecture<encoder_architectures>(file, [&]<class E>(std::type_identity<E>) {
+        // (with_architecture is done with `file` once it calls this visitor)
+        const auto model = load_model<E>(std::move(file));
+        std::unique_ptr<tokenizer::tokenizer> tok;
+        if (any_text) tok = open_model_tokenizer(model_path, model.file());
+        run_embed<typename E::model>(model, seqs, tok.get(), 0, pooling, normalize.value_or(2), threads, out_path);
+        return 0;
+    });
 }
 
 } // namespace archetype::tools

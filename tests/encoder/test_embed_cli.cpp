@@ -107,3 +107,35 @@ BOOST_AUTO_TEST_CASE(describe_names_the_files_encoder) {
         BOOST_TEST(d.find("pooling:   mean") != std::string::npos);
     }
 }
+
+// `archetype embed` on a ModernBERT GGUF and on its Hugging Face checkpoint directory
+// (argv[3] = tests/data/zoo/modern-bert): the registry's modern-bert entry, the last hidden
+// states of transformers (hidden_40.f32.bin) within 1e-4 x max(1, max |ref|); and
+// `describe` names its windowed layers.
+BOOST_AUTO_TEST_CASE(modern_bert_from_the_gguf_and_the_checkpoint) {
+    auto& m = boost::unit_test::framework::master_test_suite();
+    BOOST_REQUIRE_MESSAGE(m.argc > 3, "pass tests/data/zoo/modern-bert as the third argument");
+    const std::string dir = m.argv[3], out = tmp("mb.f32.bin");
+    const auto want = read_f32(dir + "/hidden_40.f32.bin");
+    float ref = 1;
+    for (float v : want) ref = std::max(ref, std::fabs(v));
+    for (const std::string model : {dir + "/model.gguf", dir + "/hf"}) {
+        BOOST_REQUIRE_EQUAL(run("embed --model " + model + " --tokens " + dir + "/tokens_40.i32.bin --pooling none "
+                                "--normalize -1 --threads 2 --out " + out), 0);
+        const auto got = read_f32(out);
+        std::remove(out.c_str());
+        BOOST_REQUIRE_EQUAL(got.size(), want.size());
+        float d = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) d = std::max(d, std::fabs(got[i] - want[i]));
+        BOOST_TEST(d <= 1e-4f * ref, model << ": max |diff| " << d);
+    }
+    const std::string txt = tmp("mb_describe.txt");
+    const int st = std::system((arg(1) + " describe --model " + dir + "/hf >" + txt + " 2>&1").c_str());
+    BOOST_REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    std::ifstream f(txt);
+    const std::string d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::remove(txt.c_str());
+    BOOST_TEST(d.find("arch:      modern-bert") != std::string::npos, d);
+    BOOST_TEST(d.find("8 (symmetric) on layers 1,2") != std::string::npos, d);
+    BOOST_TEST(d.find("LayerNorm without bias") != std::string::npos, d);
+}

@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_directories) {
     // with the BOS Llama 3's template adds under --add-special).
     const auto data = fs::path(env_dir("ARCHETYPE_TOKENIZER_DATA")) / "hf";
     const std::string text_file = tmp("hf.txt"), out = tmp("hf_out.txt"), err = tmp("hf_err.txt");
-    for (const std::string name : {"gpt2", "llama3", "qwen2", "smollm", "spm_bpe", "spm_metaspace"}) {
+    for (const std::string name : {"gpt2", "llama3", "qwen2", "smollm", "spm_bpe", "spm_metaspace", "unigram", "unigram_bytes"}) {
         std::ifstream in(data / name / "cases.json");
         BOOST_REQUIRE(in);
         const auto fx = nlohmann::json::parse(in);

@@ -70,6 +70,17 @@ BOOST_AUTO_TEST_CASE(smollm_digits) { check_family("smollm", "bpe", false); }
 BOOST_AUTO_TEST_CASE(sentencepiece_style_bpe_with_byte_fallback) { check_family("spm_bpe", "spm-bpe", true); }
 BOOST_AUTO_TEST_CASE(metaspace_prefix_on_the_first_text_only) { check_family("spm_metaspace", "spm-bpe", true); }
 
+// Unigram (Viterbi over piece scores): unknown characters fused into one <unk>, or, with
+// byte_fallback, spelled as <0xXX> tokens; T5's "$A </s>" template adds an EOS only.
+BOOST_AUTO_TEST_CASE(unigram_with_unknown_pieces) { check_family("unigram", "unigram", false); }
+BOOST_AUTO_TEST_CASE(unigram_with_byte_fallback) { check_family("unigram_bytes", "unigram", true); }
+
+BOOST_AUTO_TEST_CASE(unigram_decodes_back) {
+    const auto t = tokenizer::load_tokenizer_json((data_dir() / "unigram_bytes" / "tokenizer.json").string());
+    for (const std::string s : {"Hello world", "tab\there", "llama \xF0\x9F\xA6\x99 and \xE9\xBE\x98", "end."})
+        BOOST_TEST(t->decode(t->encode(s, false)) == s);
+}
+
 BOOST_AUTO_TEST_CASE(sentencepiece_style_decodes_back) {
     const auto t = tokenizer::load_tokenizer_json((data_dir() / "spm_bpe" / "tokenizer.json").string());
     // Characters outside the vocabulary's alphabet come back from their byte tokens.
@@ -106,7 +117,20 @@ BOOST_AUTO_TEST_CASE(hostile_files_are_format_errors) {
     };
     const std::string bl = R"("pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})";
     BOOST_TEST(refused("{", "not valid JSON"));
-    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "vocab": []}})", "'Unigram'"));
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "vocab": []}})", "not a non-empty array"));
+    BOOST_TEST(refused(R"({"model": {"type": "WordPieceish", "vocab": []}})", "'WordPieceish'"));
+    const std::string ms = R"("pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true})";
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "vocab": [["<unk>", 0], ["a", -1]]}, )" + ms + "}", "without unk_id"));
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "unk_id": 5, "vocab": [["<unk>", 0], ["a", -1]]}, )" + ms + "}",
+                       "unknown token id 5"));
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0], ["a"]]}, )" + ms + "}",
+                       "is not [piece, score]"));
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0], ["a", -1]]}, "normalizer": {"type": "Precompiled", "precompiled_charsmap": ""}, )" + ms + "}",
+                       "'Precompiled'"));
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0], ["a", -1]]}, "pre_tokenizer": {"type": "WhitespaceSplit"}})",
+                       "'WhitespaceSplit'"));
+    BOOST_TEST(refused(R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0], ["a", -1]]}, "added_tokens": [{"id": 1, "content": "b"}], )" + ms + "}",
+                       "which is 'a'"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 5}, "merges": []}, )" + bl + "}", "id 5"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}, )" + bl + "}", "id 0 is both"));
     BOOST_TEST(refused(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [7]}, )" + bl + "}", "merge 7"));

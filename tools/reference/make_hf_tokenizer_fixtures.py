@@ -315,6 +315,45 @@ def make_spm_metaspace(lines):
     return json.loads(tok.to_str()), {"layout": "spm_bpe's model with Metaspace(prepend_scheme=first, split=False)"}
 
 
+def make_unigram(lines):
+    # A Unigram model (UnigramTrainer: EM over a seed vocabulary, then pruning) in the layout of
+    # tokenizers' SentencePiece-unigram files (T5, ALBERT, XLM-R re-saved): NFC normaliser (the
+    # real files' "Precompiled" charsmap is not supported), Metaspace(always, split=True), <unk> <s>
+    # </s> first, TemplateProcessing "$A </s>" as T5 (no BOS). Without byte_fallback, characters
+    # outside the trained alphabet (emoji, most CJK) are <unk>, runs of them fused into one.
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    trainer = trainers.UnigramTrainer(vocab_size=900, special_tokens=["<unk>", "<s>", "</s>"], unk_token="<unk>",
+                                      max_piece_length=12, show_progress=False)
+    tok.train_from_iterator(lines, trainer)
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                       special_tokens=[("</s>", 2)])
+    d = json.loads(tok.to_str())
+    assert d["model"]["unk_id"] == 0 and not d["model"].get("byte_fallback", False)
+    return d, {"layout": "UnigramTrainer(vocab_size=900, max_piece_length=12); NFC; Metaspace(always, split=True)"}
+
+
+def make_unigram_bytes(lines):
+    # The same pieces with byte fallback: <0x00>..<0xFF> appended to the vocabulary (score -30,
+    # below every learned piece), byte_fallback = true, Metaspace(prepend_scheme "first",
+    # split=False: the whole text one word), no normaliser, "<s> $A </s>". Unknown characters
+    # (fused runs) become one <0x..> token per UTF-8 byte.
+    d, _ = make_unigram(lines)
+    d["model"]["vocab"] += [[f"<0x{b:02X}>", -30.0] for b in range(256)]
+    d["model"]["byte_fallback"] = True
+    tok = Tokenizer.from_str(json.dumps(d))
+    tok.normalizer = None
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence([decoders.Metaspace(replacement="\u2581", prepend_scheme="first", split=False),
+                                     decoders.ByteFallback()])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> $B </s>",
+                                                       special_tokens=[("<s>", 1), ("</s>", 2)])
+    return json.loads(tok.to_str()), {"layout": "make_unigram's pieces + <0x00>..<0xFF> (score -30), byte_fallback, "
+                                                "Metaspace(first, split=False)"}
+
+
 def dump_json(obj, depth=0):
     """Indented JSON that keeps each vocabulary entry, each merge and each case on one line, so
     that the files stay small (the whole of tests/data/tokenizer/hf/ is kept under 500 KB) and
@@ -343,7 +382,8 @@ def dump_json(obj, depth=0):
 
 
 MAKERS = [("gpt2", make_gpt2), ("llama3", make_llama3), ("qwen2", make_qwen2), ("smollm", make_smollm),
-          ("spm_bpe", make_spm_bpe), ("spm_metaspace", make_spm_metaspace)]
+          ("spm_bpe", make_spm_bpe), ("spm_metaspace", make_spm_metaspace), ("unigram", make_unigram),
+          ("unigram_bytes", make_unigram_bytes)]
 
 
 def check_spm(tok):
@@ -359,7 +399,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "data", "tokenizer", "hf"))
     ap.add_argument("--llama-inp", default=LLAMA_INP)
+    ap.add_argument("--only", default="", help="comma-separated names to (re)make (default: all)")
     args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
 
     lines = corpus_lines(REPO)
     strings = test_strings(REPO, args.llama_inp)
@@ -367,6 +409,8 @@ def main():
     print(f"corpus: {len(lines)} lines, {sum(len(l) for l in lines)} chars; {len(strings)} test strings")
     total = 0
     for name, make in MAKERS:
+        if only and name not in only:
+            continue
         d, notes = make(lines)
         text = dump_json(d) + "\n"
         assert json.loads(text) == d
@@ -411,7 +455,7 @@ def main():
         st, sc = os.path.getsize(tpath), os.path.getsize(cpath)
         total += st + sc
         print(f"{name:8s} vocab {tok.get_vocab_size(with_added_tokens=True):5d} "
-              f"(model {tok.get_vocab_size(with_added_tokens=False)}), merges {len(d['model']['merges']):4d}, "
+              f"(model {tok.get_vocab_size(with_added_tokens=False)}), merges {len(d['model'].get('merges', [])):4d}, "
               f"tokenizer.json {st:6d} B, cases.json {sc:6d} B, {len(cases)} cases"
               + (f", notes {notes}" if notes else ""))
     print(f"total {total} B under {args.out}")

@@ -1,5 +1,5 @@
 #pragma once
-// Hugging Face decoder checkpoints (a directory with config.json and model.safetensors,
+// Hugging Face checkpoints of the decoders and of ModernBERT (a directory with config.json and model.safetensors,
 // or a sharded model.safetensors.index.json) as the GGUF llama.cpp's convert_hf_to_gguf.py
 // would write for them: the same architecture name, metadata keys, tensor names and
 // layouts, so that every registered preset loads a checkpoint exactly as it loads the
@@ -62,7 +62,8 @@ struct family {
     bool ff_4x = false;         // feed_forward_length = 4 x n_embd (GPT-2's n_inner when set)
     /// Tensor names and layouts: Llama-style `model.layers.N.*`, GPT-2's `transformer.h.N.*`
     /// with Conv1D ([in, out]) weights transposed, or BLOOM's with fused q/k/v rows regrouped.
-    enum class layout { llama, gpt2, bloom } tensors = layout::llama;
+    /// ModernBERT: an encoder with its own names and keys (detail::modern_bert_gguf).
+    enum class layout { llama, gpt2, bloom, modern_bert } tensors = layout::llama;
     bool tied_by_default = false; // tie_word_embeddings when config.json does not say
     bool drops_head_dim = false;  // the converter ignores head_dim (Granite)
     bool llama3_rope = false;     // rope_scaling type llama3 -> rope_freqs.weight (Llama)
@@ -74,6 +75,7 @@ struct family {
     bool parallel_residual_key = false; // writes use_parallel_residual (StableLM)
     bool no_rope_every_4 = false; // no_rope_layer_interval must be 4 (SmolLM3)
     bool refuses_use_sliding_window = false; // Qwen's use_sliding_window is not converted
+    bool drops_mlm_head = false;  // the masked-LM head (head.*, decoder.*) is not part of the encoder
 };
 
 /// The families a checkpoint directory may be, with the converter's rules.
@@ -99,6 +101,10 @@ inline const std::vector<family>& families() {
          .tensors = family::layout::gpt2, .tied_by_default = true},
         {.hf_class = "BloomForCausalLM", .gguf_arch = "bloom", .layer_norm = true, .rope = false, .ff_4x = true,
          .tensors = family::layout::bloom, .tied_by_default = true},
+        // ModernBERT (the encoder; ForMaskedLM's prediction head is not part of an embedding)
+        {.hf_class = "ModernBertModel", .gguf_arch = "modern-bert", .layer_norm = true, .tensors = family::layout::modern_bert},
+        {.hf_class = "ModernBertForMaskedLM", .gguf_arch = "modern-bert", .layer_norm = true,
+         .tensors = family::layout::modern_bert, .drops_mlm_head = true},
     };
     return f;
 }
@@ -110,6 +116,24 @@ inline bool is_checkpoint(const std::string& dir) {
     return fs::is_directory(dir, ec) && fs::is_regular_file(fs::path(dir) / "config.json", ec) &&
            (fs::is_regular_file(fs::path(dir) / "model.safetensors", ec) ||
             fs::is_regular_file(fs::path(dir) / "model.safetensors.index.json", ec));
+}
+
+namespace detail {
+inline nlohmann::json read_json(const std::filesystem::path& p, std::size_t limit);
+}
+
+/// A checkpoint directory whose config.json names a class of families() (one this header
+/// converts; a sentence-transformers BERT directory is read by models/bert_safetensors.hpp).
+inline bool converts(const std::string& dir) {
+    if (!is_checkpoint(dir)) return false;
+    const auto j = detail::read_json(std::filesystem::path(dir) / "config.json", std::size_t(64) << 20);
+    if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].size() != 1 ||
+        !j["architectures"][0].is_string())
+        return false;
+    const auto cls = j["architectures"][0].get<std::string>();
+    for (const auto& f : families())
+        if (f.hf_class == cls) return true;
+    return false;
 }
 
 namespace detail {
@@ -363,6 +387,97 @@ inline void moe_experts(gguf::writer& w, const weights& W, std::vector<std::vect
     }
 }
 
+/// ModernBERT as llama.cpp's ModernBertModel converter writes it (conversion/bert.py): the
+/// `model.` prefix dropped, Wqkv and Wi kept fused (attn_qkv, ffn_up of 2 x intermediate
+/// rows, the activated half first), `local_attention` as the window and
+/// `global_attn_every_n_layers` as its pattern, both RoPE bases, norm_eps under the RMS key
+/// (where the converter files it), hidden_activation. Biases (attention_bias, mlp_bias,
+/// norm_bias) are not converted — llama.cpp's modern-bert has none — so a checkpoint with
+/// any is refused by name. The masked-LM head (head.*, decoder.*) is not part of the encoder.
+inline void modern_bert_gguf(gguf::writer& w, const config& c, const weights& W, std::set<std::string>& used,
+                             const std::string& cls, bool drops_mlm_head) {
+    const std::string a = "modern-bert.";
+    const std::uint64_t n_layer = c.dim("num_hidden_layers", 1u << 12), n_embd = c.dim("hidden_size"),
+                        n_head = c.dim("num_attention_heads", 1u << 12), n_ff = c.dim("intermediate_size");
+    if (n_embd % n_head != 0)
+        throw format_error("config.json hidden_size " + std::to_string(n_embd) + " is not a multiple of num_attention_heads");
+    for (const char* k : {"attention_bias", "mlp_bias", "norm_bias"})
+        if (c.flag_or(k, false)) throw format_error("config.json " + std::string(k) + " = true is not converted for " + cls);
+    w.set("general.architecture", std::string("modern-bert"));
+    w.set(a + "context_length", std::uint32_t(c.dim("max_position_embeddings", std::uint64_t(1) << 31)));
+    w.set(a + "embedding_length", std::uint32_t(n_embd));
+    w.set(a + "block_count", std::uint32_t(n_layer));
+    w.set(a + "feed_forward_length", std::uint32_t(n_ff));
+    w.set(a + "attention.head_count", std::uint32_t(n_head));
+    w.set(a + "attention.head_count_kv", std::uint32_t(n_head));
+    w.set(a + "attention.layer_norm_rms_epsilon", float(c.num_or("norm_eps", 1e-5)));
+    w.set(a + "attention.causal", false);
+    // RoPE bases: transformers 5's rope_parameters per layer type, or the older keys
+    double global = c.num_or("global_rope_theta", 160000.0), local = c.num_or("local_rope_theta", 10000.0);
+    if (c.has("rope_parameters")) {
+        const auto& rp = c.raw()["rope_parameters"];
+        auto theta = [&](const char* kind, double d) {
+            if (!rp.is_object() || !rp.contains(kind)) return d;
+            const auto& e = rp[kind];
+            if (e.contains("rope_type") && e["rope_type"] != "default")
+                throw format_error("config.json rope_parameters." + std::string(kind) + " rope_type " +
+                                   e["rope_type"].dump() + " is not implemented for " + cls);
+            return e.contains("rope_theta") ? c.number(e["rope_theta"], "rope_theta") : d;
+        };
+        global = theta("full_attention", global);
+        local = theta("sliding_attention", local);
+    }
+    if (!(global > 0) || !(local > 0)) throw format_error("config.json RoPE bases must be positive");
+    w.set(a + "rope.freq_base", float(global));
+    w.set(a + "rope.freq_base_swa", float(local));
+    w.set(a + "attention.sliding_window", std::uint32_t(c.dim_or("local_attention", 128)));
+    const std::uint64_t every = c.dim_or("global_attn_every_n_layers", 3);
+    w.set(a + "attention.sliding_window_pattern", std::uint32_t(every));
+    if (c.has("layer_types")) { // transformers 5 saves each layer's kind: it must be the pattern's
+        const auto& lt = c.raw()["layer_types"];
+        if (!lt.is_array() || lt.size() != n_layer)
+            throw format_error("config.json 'layer_types' must list " + std::to_string(n_layer) + " layers");
+        for (std::uint64_t il = 0; il < n_layer; ++il)
+            if (lt[il] != (il % every == 0 ? "full_attention" : "sliding_attention"))
+                throw format_error("config.json 'layer_types'[" + std::to_string(il) + "] = " + lt[il].dump() +
+                                   " is not what global_attn_every_n_layers = " + std::to_string(every) + " makes it");
+    }
+    if (c.has("hidden_activation")) {
+        if (!c.raw()["hidden_activation"].is_string()) throw format_error("config.json 'hidden_activation' is not a string");
+        w.set(a + "hidden_activation", c.raw()["hidden_activation"].get<std::string>());
+    }
+    w.set(a + "vocab_size", std::uint32_t(c.dim("vocab_size", std::uint64_t(1) << 31)));
+
+    auto take = [&](const std::string& hname, const std::string& gname, bool required) {
+        const std::string names[] = {hname, "model." + hname};
+        for (const auto& n : names) {
+            const auto it = W.by_name.find(n);
+            if (it == W.by_name.end()) continue;
+            used.insert(n);
+            const auto& t = *it->second;
+            std::vector<std::uint64_t> ne(t.shape.rbegin(), t.shape.rend());
+            w.add_tensor(gname, gguf_type(t), ne, std::span<const std::byte>(t.data, t.n_bytes()));
+            return;
+        }
+        if (required) throw format_error("checkpoint has no '" + hname + "' (nor 'model." + hname + "')");
+    };
+    take("embeddings.tok_embeddings.weight", "token_embd.weight", true);
+    take("embeddings.norm.weight", "token_embd_norm.weight", true);
+    take("final_norm.weight", "output_norm.weight", true);
+    for (std::uint64_t l = 0; l < n_layer; ++l) {
+        const std::string h = "layers." + std::to_string(l) + ".", g = "blk." + std::to_string(l) + ".";
+        take(h + "attn_norm.weight", g + "attn_norm.weight", l != 0); // layer 0: an Identity in transformers
+        take(h + "attn.Wqkv.weight", g + "attn_qkv.weight", true);
+        take(h + "attn.Wo.weight", g + "attn_output.weight", true);
+        take(h + "mlp_norm.weight", g + "ffn_norm.weight", true);
+        take(h + "mlp.Wi.weight", g + "ffn_up.weight", true);
+        take(h + "mlp.Wo.weight", g + "ffn_down.weight", true);
+    }
+    // the masked-LM prediction head: not part of the encoder's output
+    if (drops_mlm_head)
+        for (const char* k : {"head.dense.weight", "head.norm.weight", "decoder.weight", "decoder.bias"}) used.insert(k);
+}
+
 } // namespace detail
 
 /// Writes the GGUF of checkpoint directory `dir` to `out` (see the top of this file).
@@ -384,6 +499,18 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
     if (!fam) throw format_error("config.json architecture '" + cls + "' is not one this library converts (known: " + known + ")");
     const std::string a = std::string(fam->gguf_arch) + ".";
     const detail::weights W(dir);
+    if (fam->tensors == family::layout::modern_bert) {
+        gguf::writer w;
+        w.set("general.name", dir.filename().string());
+        std::set<std::string> used;
+        detail::modern_bert_gguf(w, c, W, used, cls, fam->drops_mlm_head);
+        for (const auto& [name, t] : W.by_name)
+            if (!used.count(name))
+                throw format_error("tensor '" + name + "' of the checkpoint is not one a " + cls +
+                                   " is converted with: refusing rather than dropping it");
+        w.write(out);
+        return;
+    }
 
     // hyperparameters (GPT-2 and BLOOM name them their own way)
     const std::string_view arch = fam->gguf_arch;

@@ -109,10 +109,8 @@ struct Encoder {
     static constexpr bool is_encoder = true;
 
     static_assert(!mask::causal,
-                  "archetype: an Encoder sees its whole sequence: use Bidirectional or SymmetricWindow<W> "
-                  "(Causal and SlidingWindow belong to Decoder)");
-    static_assert(!detail::is_interleave<mask>,
-                  "archetype: Interleave masks are not supported in an Encoder: use Bidirectional or SymmetricWindow<W>");
+                  "archetype: an Encoder sees its whole sequence: use Bidirectional, SymmetricWindow<W> or "
+                  "Interleave<N, SymmetricWindow<W>, Bidirectional, ...> (Causal and SlidingWindow belong to Decoder)");
     static_assert(std::is_same_v<cache, NoCache>,
                   "archetype: an Encoder runs each batch whole and keeps no KV cache: remove the cache policy or use NoCache");
     static_assert(mixer::attention, "archetype: an Encoder's mixer must be self-attention");
@@ -126,8 +124,9 @@ struct Encoder {
     static_assert(!position::rotary || heads::head_dim == dynamic || heads::head_dim % 2 == 0,
                   "archetype: RoPE rotates pairs of dimensions, so the head dimension must be even");
     static_assert(!detail::is_moe<ffn>, "archetype: an Encoder's feed-forward must be dense (GeluMLP, GeGLU or SwiGLU), not MoE");
-    static_assert(std::is_same_v<norm, LayerNorm> || std::is_same_v<norm, RMSNorm>,
-                  "archetype: an Encoder's norm must be LayerNorm or RMSNorm");
+    static_assert(std::is_same_v<norm, LayerNorm> || std::is_same_v<norm, LayerNormNoBias> ||
+                      std::is_same_v<norm, RMSNorm>,
+                  "archetype: an Encoder's norm must be LayerNorm, LayerNormNoBias or RMSNorm");
 
     static constexpr dim_t n_head = heads::n_head;
     static constexpr dim_t head_dim = heads::head_dim;

@@ -32,6 +32,7 @@
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/layers/ffn.hpp"
 #include "archetype/models/encoder.hpp"
+#include "archetype/models/registry.hpp"
 
 namespace archetype {
 
@@ -75,8 +76,14 @@ public:
     std::size_t n_vocab() const noexcept { return hp.n_vocab; }
     /// Longest sequence accepted: the learned-position table, else the training context.
     std::size_t max_sequence() const noexcept { return max_seq_; }
-    /// Window of a SymmetricWindow mask (the static one, else the file's); 0 = none.
+    /// Window of the windowed layers (the mask policy's static one, else the file's); 0 = none.
     std::size_t window() const noexcept { return window_; }
+    /// Whether layer il attends through the window (else to its whole sequence).
+    bool layer_windowed(std::size_t il) const noexcept { return il < windowed_.size() && windowed_[il]; }
+    /// RoPE base of layer il: {arch}.rope.freq_base_swa on windowed layers when the file gives it.
+    float rope_base(std::size_t il) const noexcept {
+        return layer_windowed(il) && hp.rope_freq_base_swa > 0.f ? hp.rope_freq_base_swa : hp.rope_freq_base;
+    }
     /// Floats of one pooled output under RankPooling.
     std::size_t n_rank_outputs() const noexcept {
         return has_cls_out ? cls_out.rows : has_cls ? cls.rows : hp.n_embd;
@@ -94,7 +101,12 @@ public:
         s += describe_line("positions", has_positions ? "learned, " + std::to_string(pos_embd.rows) + " rows" : "none in the file");
         s += describe_line("token types", has_token_types ? std::to_string(type_embd.rows) : std::string("none"));
         s += describe_line("pooling", std::string(pooling_name(hp.pooling)) + " (the file's default)");
-        if (window_) s += describe_line("window", std::to_string(window_) + " (symmetric)");
+        if (window_) {
+            std::string which;
+            for (std::size_t il = 0; il < windowed_.size(); ++il)
+                if (windowed_[il]) which += (which.empty() ? "" : ",") + std::to_string(il);
+            s += describe_line("window", std::to_string(window_) + " (symmetric) on layers " + which);
+        }
         s += describe_line("max sequence", std::to_string(max_seq_));
         return s;
     }
@@ -105,11 +117,21 @@ public:
         return *file_;
     }
 
+    /// A `bert` file.
     static encoder_model load(const std::string& path) {
         return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)));
     }
+    /// A file of any architecture name, with what its registry entry says the name implies
+    /// (load_model<Entry> passes the entry's conventions).
+    static encoder_model load(const std::string& path, const arch::gguf_conventions& conv) {
+        return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)), conv);
+    }
     explicit encoder_model(std::shared_ptr<gguf::file> f) : file_(std::move(f)) {
         hp = arch::read_bert_hparams(*file_);
+        bind();
+    }
+    encoder_model(std::shared_ptr<gguf::file> f, const arch::gguf_conventions& conv) : file_(std::move(f)), conv_(conv) {
+        hp = arch::read_encoder_hparams(*file_, conv_);
         bind();
     }
     /// Weights from another format: `tensors` keyed by their GGUF name (each
@@ -124,11 +146,14 @@ public:
 
 private:
     std::shared_ptr<gguf::file> file_;
+    arch::gguf_conventions conv_{};
     std::map<std::string, gguf::tensor_info> ext_tensors_; // when not GGUF
     std::shared_ptr<const void> ext_owner_;
     std::vector<std::unique_ptr<float[]>> owned_; // 1-D tensors converted to F32
     std::vector<std::unique_ptr<std::byte[]>> owned_bytes_; // stacked QKV copies
     std::size_t max_seq_ = 0, window_ = 0;
+    std::vector<bool> windowed_;                   // per layer
+    mutable std::vector<const gguf::tensor_info*> bound_; // every tensor a weight was taken from
 
     static std::string dims(std::initializer_list<std::size_t> d) {
         std::string s = "[";
@@ -144,8 +169,52 @@ private:
         return it == ext_tensors_.end() ? nullptr : &it->second;
     }
     const gguf::tensor_info& tensor(const std::string& name) const {
-        if (const auto* t = find_tensor(name)) return *t;
+        if (const auto* t = find_tensor(name)) {
+            bound_.push_back(t);
+            return *t;
+        }
         throw format_error("missing tensor '" + name + "'");
+    }
+    /// Every tensor of the file was bound: one left over means the compiled structure
+    /// would silently run without part of the model.
+    void check_all_bound() const {
+        std::vector<const gguf::tensor_info*> used = bound_;
+        std::sort(used.begin(), used.end());
+        auto check = [&](const gguf::tensor_info& t) {
+            if (!std::binary_search(used.begin(), used.end(), &t))
+                throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the "
+                                  "model would run without it; compose the policy that reads it (for example "
+                                  "LayerNorm binds the norm biases that LayerNormNoBias does not)");
+        };
+        if (file_) for (const auto& t : file_->tensors()) check(t);
+        else for (const auto& [name, t] : ext_tensors_) check(t);
+    }
+    /// Rows [r0, r0 + n) of a matrix, as a matrix of their own.
+    static kernels::weight_view row_slice(const kernels::weight_view& w, std::size_t r0, std::size_t n) {
+        kernels::weight_view v = w;
+        v.data = static_cast<const std::byte*>(w.data) + r0 * w.row_bytes();
+        v.rows = n;
+        return v;
+    }
+    /// The file's {arch}.hidden_activation against the compiled FFN policy: a GELU form or
+    /// a gated SiLU the policy does not compute is refused, never swapped silently.
+    void check_activation() const {
+        if (hp.hidden_act.empty()) return;
+        using FFN = typename Enc::ffn;
+        const std::string& act = hp.hidden_act;
+        const std::string key = "'" + hp.arch + ".hidden_activation' = '" + act + "'";
+        const bool erf = act == "gelu", tanh = act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast";
+        const bool silu = act == "silu" || act == "swish";
+        if (!erf && !tanh && !silu)
+            throw format_error(key + " is not an activation this library knows (gelu, gelu_pytorch_tanh, gelu_new, "
+                               "gelu_fast, silu)");
+        bool ok;
+        if constexpr (requires { FFN::form; })
+            ok = FFN::form == gelu_form::erf ? erf : tanh;
+        else
+            ok = silu && FFN::gated;
+        if (!ok)
+            throw shape_error("the model type's feed-forward is " + FFN::describe() + " but the file has " + key);
     }
 
     /// A 2-D tensor with ne = [cols, rows]; shape_error if it differs.
@@ -237,7 +306,7 @@ private:
         check_static("the head dimension", heads::head_dim, D);
         check_static("the feed-forward size", Enc::ffn::hidden, hp.n_ff);
         if constexpr (requires { Enc::storage::type; }) {
-            const auto& t = tensor("blk.0.attn_q.weight");
+            const auto& t = tensor(find_tensor("blk.0.attn_qkv.weight") ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
             if (t.type != Enc::storage::type)
                 throw shape_error("the model type requires " + std::string(type_name(Enc::storage::type)) +
                                   " weights but '" + t.name + "' is " + std::string(type_name(t.type)));
@@ -259,17 +328,18 @@ private:
             has_positions = true;
             max_seq_ = pos_embd.rows;
         }
-        using mask = typename Enc::mask;
-        if constexpr (mask::windowed) {
-            window_ = mask::window != dynamic ? std::size_t(mask::window) : hp.n_swa;
-            if (window_ == 0)
-                throw shape_error("SymmetricWindow<dynamic> needs '" + hp.arch +
-                                  ".attention.sliding_window' in the file (absent or 0)");
-        }
+        // the mask policy's hook decides which layers are windowed, checked against the file
+        if (hp.n_swa != 0 && hp.swa_layers.size() != hp.n_layer) hp.swa_layers.assign(hp.n_layer, true);
+        const auto lw = mask_impl<typename Enc::mask>::layers(hp);
+        window_ = lw.window;
+        windowed_ = lw.windowed;
+        check_activation();
         embd_norm_w = vec_opt("token_embd_norm.weight", E);
-        embd_norm_b = vec_opt("token_embd_norm.bias", E);
+        // (a LayerNormNoBias model binds no norm bias: one in the file is left unbound and refused)
+        constexpr bool binds_norm_bias = !std::is_same_v<typename Enc::norm, LayerNormNoBias>;
+        embd_norm_b = binds_norm_bias ? vec_opt("token_embd_norm.bias", E) : nullptr;
         out_norm_w = vec_opt("output_norm.weight", E);
-        out_norm_b = vec_opt("output_norm.bias", E);
+        out_norm_b = binds_norm_bias ? vec_opt("output_norm.bias", E) : nullptr;
         constexpr bool post = Enc::placement == norm_placement::post;
         constexpr bool need_bias = Enc::norm::has_bias;
 
@@ -277,29 +347,64 @@ private:
         for (std::size_t il = 0; il < hp.n_layer; ++il) {
             const std::string p = "blk." + std::to_string(il) + ".";
             auto& L = layers[il];
-            L.wq = matrix(p + "attn_q.weight", E, H * D);
-            L.wk = matrix(p + "attn_k.weight", E, Hkv * D);
-            L.wv = matrix(p + "attn_v.weight", E, Hkv * D);
+            if (find_tensor(p + "attn_qkv.weight")) { // fused Q|K|V rows (ModernBERT, nomic-bert)
+                L.wqkv = matrix(p + "attn_qkv.weight", E, (H + 2 * Hkv) * D);
+                L.wq = row_slice(L.wqkv, 0, H * D);
+                L.wk = row_slice(L.wqkv, H * D, Hkv * D);
+                L.wv = row_slice(L.wqkv, (H + Hkv) * D, Hkv * D);
+                L.bqkv = vec_opt(p + "attn_qkv.bias", (H + 2 * Hkv) * D);
+                if (L.bqkv) {
+                    L.bq = L.bqkv;
+                    L.bk = L.bqkv + H * D;
+                    L.bv = L.bqkv + (H + Hkv) * D;
+                }
+            } else {
+                L.wq = matrix(p + "attn_q.weight", E, H * D);
+                L.wk = matrix(p + "attn_k.weight", E, Hkv * D);
+                L.wv = matrix(p + "attn_v.weight", E, Hkv * D);
+                L.bq = vec_opt(p + "attn_q.bias", H * D);
+                L.bk = vec_opt(p + "attn_k.bias", Hkv * D);
+                L.bv = vec_opt(p + "attn_v.bias", Hkv * D);
+                stack_qkv(L);
+            }
             L.wo = matrix(p + "attn_output.weight", H * D, E);
-            L.bq = vec_opt(p + "attn_q.bias", H * D);
-            L.bk = vec_opt(p + "attn_k.bias", Hkv * D);
-            L.bv = vec_opt(p + "attn_v.bias", Hkv * D);
             L.bo = vec_opt(p + "attn_output.bias", E);
-            stack_qkv(L);
             const std::string n1 = post ? "attn_output_norm" : "attn_norm";
             const std::string n2 = post ? "layer_output_norm" : "ffn_norm";
-            L.norm1_w = vec(p + n1 + ".weight", E);
+            // ModernBERT's first layer has no attention norm (conventions: identity there)
+            const bool norm1_optional = !post && il == 0 && conv_.first_attn_norm_optional;
+            L.norm1_w = norm1_optional ? vec_opt(p + n1 + ".weight", E) : vec(p + n1 + ".weight", E);
             L.norm2_w = vec(p + n2 + ".weight", E);
-            L.norm1_b = need_bias ? vec(p + n1 + ".bias", E) : vec_opt(p + n1 + ".bias", E);
-            L.norm2_b = need_bias ? vec(p + n2 + ".bias", E) : vec_opt(p + n2 + ".bias", E);
-            L.ffn.up = matrix(p + "ffn_up.weight", E, hp.n_ff);
-            L.ffn.down = matrix(p + "ffn_down.weight", hp.n_ff, E);
-            L.ffn.up_bias = vec_opt(p + "ffn_up.bias", hp.n_ff);
-            L.ffn.down_bias = vec_opt(p + "ffn_down.bias", E);
-            if constexpr (Enc::ffn::gated) {
-                L.ffn.gate = matrix(p + "ffn_gate.weight", E, hp.n_ff);
-                L.ffn.gate_bias = vec_opt(p + "ffn_gate.bias", hp.n_ff);
+            if constexpr (need_bias) {
+                L.norm1_b = L.norm1_w ? vec(p + n1 + ".bias", E) : nullptr;
+                L.norm2_b = vec(p + n2 + ".bias", E);
+            } else if constexpr (std::is_same_v<typename Enc::norm, RMSNorm>) {
+                // an RMSNorm encoder may carry a bias after the norm (llama.cpp's bert graph adds it)
+                L.norm1_b = vec_opt(p + n1 + ".bias", E);
+                L.norm2_b = vec_opt(p + n2 + ".bias", E);
             }
+            const auto& up_t = tensor(p + "ffn_up.weight");
+            if (Enc::ffn::gated && !find_tensor(p + "ffn_gate.weight") && up_t.ne.size() >= 2 &&
+                up_t.ne[1] == 2 * hp.n_ff) {
+                // gate and up fused in ffn_up (ModernBERT's Wi): the first n_ff rows are the
+                // activated half, as transformers' `input, gate = Wi(x).chunk(2)` and llama.cpp's GLU split
+                const auto both = matrix(p + "ffn_up.weight", E, 2 * hp.n_ff);
+                L.ffn.gate = row_slice(both, 0, hp.n_ff);
+                L.ffn.up = row_slice(both, hp.n_ff, hp.n_ff);
+                if (const float* b = vec_opt(p + "ffn_up.bias", 2 * hp.n_ff)) {
+                    L.ffn.gate_bias = b;
+                    L.ffn.up_bias = b + hp.n_ff;
+                }
+            } else {
+                L.ffn.up = matrix(p + "ffn_up.weight", E, hp.n_ff);
+                L.ffn.up_bias = vec_opt(p + "ffn_up.bias", hp.n_ff);
+                if constexpr (Enc::ffn::gated) {
+                    L.ffn.gate = matrix(p + "ffn_gate.weight", E, hp.n_ff);
+                    L.ffn.gate_bias = vec_opt(p + "ffn_gate.bias", hp.n_ff);
+                }
+            }
+            L.ffn.down = matrix(p + "ffn_down.weight", hp.n_ff, E);
+            L.ffn.down_bias = vec_opt(p + "ffn_down.bias", E);
         }
         if (find_tensor("cls.weight")) {
             cls = matrix_any_rows("cls.weight", E);
@@ -311,6 +416,7 @@ private:
             cls_out_b = vec_opt("cls.output.bias", cls_out.rows);
             has_cls_out = true;
         }
+        check_all_bound();
     }
 };
 
@@ -326,6 +432,24 @@ template <class Enc>
     requires EncoderModel<Enc>
 encoder_model<Enc> load_model(const std::string& path) {
     return encoder_model<Enc>::load(path);
+}
+
+/// Opens a file as registry entry A's encoder with A's conventions (models/registry.hpp),
+/// e.g. load_model<presets::modern_bert_architecture>("modernbert.gguf"); a file of
+/// another architecture is a shape_error naming both.
+template <ArchitectureEntry A>
+    requires EncoderModel<typename A::model>
+encoder_model<typename A::model> load_model(gguf::file file) {
+    auto f = std::make_shared<gguf::file>(std::move(file));
+    if (!entry_accepts<A>(*f))
+        throw shape_error("general.architecture is '" + std::string(f->architecture()) + "', expected '" +
+                          std::string(A::gguf_name) + "'");
+    return encoder_model<typename A::model>(std::move(f), conventions_of<A>());
+}
+template <ArchitectureEntry A>
+    requires EncoderModel<typename A::model>
+encoder_model<typename A::model> load_model(const std::string& path) {
+    return load_model<A>(gguf::file::open(path));
 }
 
 } // namespace archetype

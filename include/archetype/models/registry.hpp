@@ -142,6 +142,12 @@ decltype(auto) with_architecture(const gguf::file& f, F&& visit) {
     return detail::visit_first(f, visit, List{}, architecture_names(List{}));
 }
 
+/// Whether some entry of List takes this GGUF file.
+template <class... Es>
+bool takes_file(const gguf::file& f, architecture_list<Es...>) {
+    return (entry_accepts<Es>(f) || ...);
+}
+
 /// Whether some entry of List takes the file at path (by its bytes, or as a GGUF).
 template <class... Es>
 bool takes(const std::string& path, architecture_list<Es...>) {

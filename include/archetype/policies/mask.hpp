@@ -6,6 +6,7 @@
 // mask_impl<M>::layers hook, at the end of this header.
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "archetype/core/dims.hpp"
@@ -77,10 +78,19 @@ struct SymmetricWindow {
     }
 };
 
-/// Per-layer pattern: in every group of N layers the first N-1 use `Local`
-/// (a window) and the last uses `Global` (llama.cpp's swa pattern rule:
-/// layer il is local iff il % N < N - 1). Gemma 3: Interleave<6, SlidingWindow<512>, Causal>.
-template <dim_t N, class Local, class Global = Causal>
+/// Where the global layer sits in each group of an Interleave pattern.
+enum class interleave_order {
+    local_first,  ///< the N-1 windowed layers, then the global one (Gemma: il % N < N - 1 windowed)
+    global_first, ///< the global layer, then N-1 windowed ones (ModernBERT: il % N != 0 windowed)
+};
+
+/// Per-layer pattern: in every group of N layers, N-1 use `Local` (a window) and
+/// one uses `Global`; by default the global one is last (llama.cpp's swa pattern
+/// rule: layer il is local iff il % N < N - 1), with interleave_order::global_first
+/// it is first (llama.cpp's dense_first: local iff il % N != 0).
+/// Gemma 3: Interleave<6, SlidingWindow<512>, Causal>;
+/// ModernBERT: Interleave<3, SymmetricWindow<128>, Bidirectional, interleave_order::global_first>.
+template <dim_t N, class Local, class Global = Causal, interleave_order Order = interleave_order::local_first>
 struct Interleave {
     using axis = archetype::axis::mask;
     static constexpr std::string_view name = "Interleave";
@@ -88,6 +98,7 @@ struct Interleave {
     static constexpr bool windowed = true;
     static constexpr dim_t window = Local::window;
     static constexpr dim_t period = N;
+    static constexpr interleave_order order = Order;
     using local = Local;
     using global = Global;
     static_assert(N >= 1, "archetype: Interleave<N, Local, Global> needs N >= 1");
@@ -96,10 +107,12 @@ struct Interleave {
                   "archetype: Interleave<N, Local, Global> takes two mask policies");
     static_assert(Local::causal == Global::causal,
                   "archetype: Interleave mixes a causal and a bidirectional mask: use two of one kind");
-    static constexpr bool is_local(std::size_t layer) noexcept { return layer % N < N - 1; }
+    static constexpr bool is_local(std::size_t layer) noexcept {
+        return Order == interleave_order::global_first ? layer % N != 0 : layer % N < N - 1;
+    }
     static std::string describe() {
         return "Interleave<" + (N == dynamic ? std::string("dynamic") : std::to_string(N)) + ", " + Local::describe() +
-               ", " + Global::describe() + ">";
+               ", " + Global::describe() + (Order == interleave_order::global_first ? ", global first>" : ">");
     }
 };
 
@@ -149,30 +162,62 @@ struct mask_impl<Causal> {
     }
 };
 
+/// Bidirectional (encoders): as Causal, a file that windows a layer is refused.
+template <>
+struct mask_impl<Bidirectional> {
+    template <class Keys>
+    static layer_windows layers(const Keys& h) {
+        if (h.n_swa != 0)
+            for (std::size_t il = 0; il < h.n_layer; ++il)
+                if (h.swa_layers[il])
+                    throw shape_error(Bidirectional::describe() + " but the file has " + h.arch +
+                                      ".attention.sliding_window = " + std::to_string(h.n_swa) + " on layer " +
+                                      std::to_string(il) + " (compose SymmetricWindow<> or Interleave<...>)");
+        return {0, std::vector<bool>(h.n_layer, false)};
+    }
+};
+
+namespace detail {
+/// Every layer windowed by a window policy M (SlidingWindow, SymmetricWindow).
+template <class M, class Keys>
+layer_windows every_layer_windowed(const Keys& h) {
+    layer_windows r{mask_window(M::window, h, M::describe()), std::vector<bool>(h.n_layer, true)};
+    for (std::size_t il = 0; il < h.n_layer; ++il)
+        if (h.swa_pattern_in_file && !h.swa_layers[il])
+            throw shape_error(M::describe() + " windows every layer but the file's " + h.arch +
+                              ".attention.sliding_window_pattern makes layer " + std::to_string(il) + " global");
+    return r;
+}
+} // namespace detail
+
+/// SymmetricWindow<W> (encoders): every layer windowed.
+template <dim_t W>
+struct mask_impl<SymmetricWindow<W>> {
+    template <class Keys>
+    static layer_windows layers(const Keys& h) {
+        return detail::every_layer_windowed<SymmetricWindow<W>>(h);
+    }
+};
+
 /// SlidingWindow<W>: every layer windowed.
 template <dim_t W>
 struct mask_impl<SlidingWindow<W>> {
     template <class Keys>
     static layer_windows layers(const Keys& h) {
-        using M = SlidingWindow<W>;
-        layer_windows r{detail::mask_window(W, h, M::describe()), std::vector<bool>(h.n_layer, true)};
-        for (std::size_t il = 0; il < h.n_layer; ++il)
-            if (h.swa_pattern_in_file && !h.swa_layers[il])
-                throw shape_error(M::describe() + " windows every layer but the file's " + h.arch +
-                                  ".attention.sliding_window_pattern makes layer " + std::to_string(il) + " global");
-        return r;
+        return detail::every_layer_windowed<SlidingWindow<W>>(h);
     }
 };
 
-/// Interleave<N, Local, Causal>: the first N-1 layers of each group windowed (N
-/// dynamic: the file's pattern decides).
-template <dim_t N, class Local, class Global>
-struct mask_impl<Interleave<N, Local, Global>> {
+/// Interleave<N, Local, Global>: N-1 layers of each group windowed, the global one
+/// first or last as the order says (N dynamic: the file's pattern decides).
+template <dim_t N, class Local, class Global, interleave_order Order>
+struct mask_impl<Interleave<N, Local, Global, Order>> {
     static_assert(!Global::windowed,
-                  "archetype: Interleave<N, Local, Global>: the decoder run time needs Global = Causal");
+                  "archetype: Interleave<N, Local, Global>: the global layers must be unwindowed "
+                  "(Causal in a decoder, Bidirectional in an encoder)");
     template <class Keys>
     static layer_windows layers(const Keys& h) {
-        using M = Interleave<N, Local, Global>;
+        using M = Interleave<N, Local, Global, Order>;
         layer_windows r{detail::mask_window(Local::window, h, M::describe()), std::vector<bool>(h.n_layer, false)};
         for (std::size_t il = 0; il < h.n_layer; ++il) {
             if constexpr (N == dynamic) {

@@ -24,6 +24,15 @@ struct LayerNorm {
     static constexpr bool has_bias = true;
     static std::string describe() { return "LayerNorm"; }
 };
+/// (x - mean) / sqrt(var + eps) * w, a LayerNorm whose model has no bias (ModernBERT's
+/// norm_bias = false): a file that carries a norm bias is refused rather than dropped
+/// (its bias tensor stays unbound), and one without is not mistaken for a broken LayerNorm.
+struct LayerNormNoBias {
+    using axis = archetype::axis::norm;
+    static constexpr std::string_view name = "LayerNormNoBias";
+    static constexpr bool has_bias = false;
+    static std::string describe() { return "LayerNorm without bias"; }
+};
 namespace detail {
 /// The eps of a norm from the file's key `key` (Keys: io/arch/llama.hpp's llama_hparams).
 template <class Keys>
@@ -60,6 +69,15 @@ struct norm_impl<LayerNorm> {
     }
     static void apply(const float* x, const float* w, const float* b, float* y, std::size_t n, float eps) noexcept {
         kernels::layer_norm(x, w, b, y, n, eps);
+    }
+};
+
+template <>
+struct norm_impl<LayerNormNoBias> {
+    template <class Keys>
+    static float eps(const Keys& h) { return norm_impl<LayerNorm>::eps(h); }
+    static void apply(const float* x, const float* w, const float*, float* y, std::size_t n, float eps) noexcept {
+        kernels::layer_norm(x, w, nullptr, y, n, eps);
     }
 };
 

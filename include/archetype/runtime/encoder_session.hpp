@@ -205,7 +205,13 @@ private:
     std::vector<packed_layer> packed_;
     std::unique_ptr<thread_pool> pool_;
     std::vector<float> x_;       // hidden states of the current pass [tokens x n_embd]
-    std::vector<float> rope_cos_, rope_sin_; // per position, [max pos x n_rot / 2]
+    /// cos/sin per position [max pos x n_rot / 2] for one RoPE base: [0] the global
+    /// layers', [1] the windowed layers' when the file gives them their own base.
+    struct rope_table {
+        float base = 0.f;
+        std::vector<float> cos, sin;
+    };
+    rope_table rope_[2];
     std::vector<float> cls_tmp_;
     // One workspace per task running at once; taken and given back under the mutex.
     std::vector<std::unique_ptr<workspace>> spare_;
@@ -266,9 +272,9 @@ private:
     void norm_row(float* row, const float* w, const float* b) const {
         const std::size_t E = m_->n_embd();
         using Norm = typename Enc::norm;
-        if constexpr (Norm::has_bias) {
+        if constexpr (!std::is_same_v<Norm, RMSNorm>) {
             norm_impl<Norm>::apply(row, w, b, row, E, m_->hp.norm_eps);
-        } else { // an RMS-type norm: the file's RMS eps, then the optional bias the BERT files may carry
+        } else { // the file's RMS eps, then the optional bias the BERT files may carry
             norm_impl<Norm>::apply(row, w, nullptr, row, E, m_->hp.rms_eps);
             if (b) for (std::size_t i = 0; i < E; ++i) row[i] += b[i];
         }
@@ -321,24 +327,38 @@ private:
         }
     }
 
+    /// The RoPE base of the global layers: the policy's compiled base, else the file's.
+    float global_rope_base() const noexcept {
+        using position = typename Enc::position;
+        if constexpr (requires { position::base; })
+            if (position::base != 0) return float(position::base);
+        return m_->hp.rope_freq_base;
+    }
+    /// Which rope_ table layer il rotates with.
+    std::size_t rope_table_of(std::size_t il) const noexcept {
+        return m_->layer_windowed(il) && m_->hp.rope_freq_base_swa > 0.f ? 1 : 0;
+    }
     /// cos/sin of ggml's rope angles for positions 0..n-1 (layers::rope_tables, the
-    /// decoder's: theta_i = p * base^(-2i/n_rot), no scaling).
+    /// decoder's: theta_i = p * base^(-2i/n_rot), no scaling), for each base in use.
     void prepare_rope(std::size_t n_pos) {
         const std::size_t half = m_->hp.n_rot / 2;
-        if (rope_cos_.size() >= n_pos * half) return;
-        using position = typename Enc::position;
-        layers::rope_params rp;
-        rp.n_rot = m_->hp.n_rot;
-        rp.freq_base = m_->hp.rope_freq_base;
-        if constexpr (requires { position::base; })
-            if (position::base != 0) rp.freq_base = float(position::base);
         std::vector<std::int64_t> pos(n_pos);
         for (std::size_t p = 0; p < n_pos; ++p) pos[p] = std::int64_t(p);
-        rope_cos_.assign(n_pos * half, 0.f);
-        rope_sin_.assign(n_pos * half, 0.f);
-        layers::rope_tables(rp, pos.data(), n_pos, rope_cos_.data(), rope_sin_.data());
+        for (std::size_t t = 0; t < 2; ++t) {
+            auto& tab = rope_[t];
+            const float base = t == 0 ? global_rope_base() : m_->hp.rope_freq_base_swa;
+            if (base <= 0.f || (tab.base == base && tab.cos.size() >= n_pos * half)) continue;
+            layers::rope_params rp;
+            rp.n_rot = m_->hp.n_rot;
+            rp.freq_base = base;
+            tab.base = base;
+            tab.cos.assign(n_pos * half, 0.f);
+            tab.sin.assign(n_pos * half, 0.f);
+            layers::rope_tables(rp, pos.data(), n_pos, tab.cos.data(), tab.sin.data());
+        }
     }
-    void apply_rope(float* x, std::size_t ld, std::size_t n_heads, const packed_layout& lay, thread_pool* pool) {
+    void apply_rope(float* x, std::size_t ld, std::size_t n_heads, const packed_layout& lay, const rope_table& tab,
+                    thread_pool* pool) {
         using position = typename Enc::position;
         // bert-family encoders with rotary positions (nomic-bert, jina) use the NeoX pairing
         kernels::rope_pairing pairing = kernels::rope_pairing::neox;
@@ -348,19 +368,27 @@ private:
         rows(pool, lay.n_tokens(), [&](std::size_t t0, std::size_t t1) {
             for (std::size_t t = t0; t < t1; ++t) {
                 const std::size_t p = t - lay.offsets[lay.sequence_of(t)];
-                kernels::rope(x + t * ld, n_heads, D, m_->hp.n_rot, rope_cos_.data() + p * half,
-                              rope_sin_.data() + p * half, pairing);
+                kernels::rope(x + t * ld, n_heads, D, m_->hp.n_rot, tab.cos.data() + p * half,
+                              tab.sin.data() + p * half, pairing);
             }
         });
     }
 
+    /// The rule of a windowed layer: the mask itself, or an Interleave's local mask.
+    template <class M>
+    struct window_rule { using type = M; };
+    template <class M>
+        requires requires { typename M::local; }
+    struct window_rule<M> { using type = typename M::local; };
+
     /// Attention of every sequence of lay over its own block: q/k/v rows at
-    /// stride ld (heads side by side), output rows [tokens x Hq] in a.
+    /// stride ld (heads side by side), output rows [tokens x Hq] in a. `windowed`:
+    /// this layer attends through the window (the mask's windowed rule), else to all.
     void attention(const packed_layout& lay, const float* q, const float* k, const float* v, std::size_t ld,
-                   float* a, thread_pool* pool) {
+                   float* a, bool windowed, thread_pool* pool) {
         const auto& hp = m_->hp;
         const std::size_t Hq = hp.n_head * hp.head_dim;
-        using mask = typename Enc::mask;
+        using mask = typename window_rule<typename Enc::mask>::type;
         auto params = [&](std::size_t s) {
             const std::size_t off = lay.offsets[s], n = lay.length(s);
             kernels::attention_params p;
@@ -385,7 +413,7 @@ private:
         const bool dense_kernel = kernels::dense_attention_supported(hp.head_dim);
         auto dense = [&](std::size_t s) {
             if (!dense_kernel) return false;
-            if constexpr (mask::windowed) {
+            if (windowed) {
                 const auto w = std::int64_t(m_->window());
                 const auto last = pos_t(lay.length(s) - 1);
                 return mask::visible(pos_t(0), last, w) && mask::visible(last, pos_t(0), w);
@@ -408,7 +436,7 @@ private:
                 auto head = [&](std::size_t h) { kernels::dense_attention_head(p, h); };
                 if (inner) inner->for_each_task(hp.n_head, head);
                 else for (std::size_t h = 0; h < hp.n_head; ++h) head(h);
-            } else if constexpr (mask::windowed) {
+            } else if (windowed) {
                 const auto w = std::int64_t(m_->window());
                 kernels::attention(p, [w](std::size_t i, std::size_t j) {
                     return mask::visible(pos_t(i), pos_t(j), w);
@@ -429,8 +457,8 @@ private:
 
     /// One encoder block over the rows of lay (x: its hidden states, updated in
     /// place). pool null: this thread alone (a chunk task); else split over it.
-    void layer(const encoder_layer_weights& L, const packed_layer& P, float* x, const packed_layout& lay, workspace& w,
-               thread_pool* pool) {
+    void layer(std::size_t il, const encoder_layer_weights& L, const packed_layer& P, float* x,
+               const packed_layout& lay, workspace& w, thread_pool* pool) {
         const auto& hp = m_->hp;
         const std::size_t T = lay.n_tokens(), E = hp.n_embd;
         const std::size_t Hq = hp.n_head * hp.head_dim, Hkv = hp.n_head_kv * hp.head_dim;
@@ -440,7 +468,7 @@ private:
         workspace::grow(w.a, T * Hq);
         workspace::grow(w.o, T * E);
         const float* in = x;
-        if constexpr (!post) {
+        if (!post && L.norm1_w) { // (no attention norm: ModernBERT's first layer)
             workspace::grow(w.h, T * E);
             std::copy(x, x + T * E, w.h.data());
             norm_rows(w.h.data(), T, L.norm1_w, L.norm1_b, pool);
@@ -462,15 +490,17 @@ private:
             add_bias(v, T, Hkv, ld, L.bv, pool);
         }
         if constexpr (Enc::position::rotary) {
-            apply_rope(q, ld, hp.n_head, lay, pool);
-            apply_rope(k, ld, hp.n_head_kv, lay, pool);
+            const auto& tab = rope_[rope_table_of(il)];
+            apply_rope(q, ld, hp.n_head, lay, tab, pool);
+            apply_rope(k, ld, hp.n_head_kv, lay, tab, pool);
         }
-        attention(lay, q, k, v, ld, w.a.data(), pool);
+        attention(lay, q, k, v, ld, w.a.data(), m_->layer_windowed(il), pool);
         linear(L.wo, P.o, w.a.data(), Hq, T, w.o.data(), E, pool);
         residual(x, w.o.data(), L.bo, T, L.norm1_w, L.norm1_b, post, pool);
         if constexpr (post) {
             feed_forward(L.ffn, P, x, T, w, pool);
         } else {
+            workspace::grow(w.h, T * E);
             std::copy(x, x + T * E, w.h.data());
             norm_rows(w.h.data(), T, L.norm2_w, L.norm2_b, pool);
             feed_forward(L.ffn, P, w.h.data(), T, w, pool);
@@ -529,7 +559,7 @@ private:
         packed_layout sub;
         for (std::size_t s = s0; s < s1; ++s) sub.add(lay.length(s));
         float* x = x_.data() + t0 * E;
-        for (std::size_t i = 0; i < M.layers.size(); ++i) layer(M.layers[i], packed(i), x, sub, *w, nullptr);
+        for (std::size_t i = 0; i < M.layers.size(); ++i) layer(i, M.layers[i], packed(i), x, sub, *w, nullptr);
         if (M.out_norm_w) norm_rows(x, t1 - t0, M.out_norm_w, M.out_norm_b, nullptr);
         give_back(std::move(w));
     }
@@ -567,7 +597,7 @@ private:
             std::vector<float> tmp(E);
             embed_rows(seqs, lay, t0, t1, tmp.data());
         });
-        for (std::size_t i = 0; i < M.layers.size(); ++i) layer(M.layers[i], packed(i), x_.data(), lay, *w, pool);
+        for (std::size_t i = 0; i < M.layers.size(); ++i) layer(i, M.layers[i], packed(i), x_.data(), lay, *w, pool);
         if (M.out_norm_w) norm_rows(x_.data(), T, M.out_norm_w, M.out_norm_b, pool);
         give_back(std::move(w));
     }

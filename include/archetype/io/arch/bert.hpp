@@ -1,26 +1,38 @@
 #pragma once
-// Hyperparameters of llama.cpp's `bert` GGUF architecture, read from the
+// Hyperparameters of llama.cpp's encoder GGUF architectures (`bert`, and any
+// other a registry entry maps to an Encoder, e.g. `modern-bert`), read from the
 // metadata with llama.cpp's defaults where a key is absent (commit d32676d;
-// ../shared/fixtures/README.md §4.1, §5.6, §5.7):
+// ../shared/fixtures/README.md §4.1, §5.6, §5.7). {arch} is general.architecture:
 //
-//   bert.context_length, embedding_length, block_count,
-//   bert.feed_forward_length, attention.head_count          required
-//   bert.attention.head_count_kv          default head_count
-//   bert.attention.layer_norm_epsilon     required for LayerNorm models
-//   bert.attention.layer_norm_rms_epsilon used by RMSNorm encoders (default 1e-12)
-//   bert.attention.causal                 default false; true is refused (not an encoder)
-//   bert.pooling_type                     0 none, 1 mean, 2 cls, 3 last, 4 rank; default none
-//   bert.attention.sliding_window         symmetric window for SymmetricWindow<dynamic> (0 = none)
-//   bert.rope.freq_base / rope.dimension_count   for RoPE encoders (default 10000 / head dim)
-//   bert.vocab_size                       default: rows of token_embd.weight
-//   tokenizer.ggml.token_type_count       default: rows of token_types.weight (0 when absent)
+//   {arch}.context_length, embedding_length, block_count,
+//   {arch}.feed_forward_length, attention.head_count          required
+//   {arch}.attention.head_count_kv          default head_count
+//   {arch}.attention.layer_norm_epsilon     the LayerNorm eps (default 1e-12; with
+//                                           gguf_conventions::layer_norm_eps_in_rms_key the
+//                                           RMS key's value when this one is absent)
+//   {arch}.attention.layer_norm_rms_epsilon used by RMSNorm encoders (default 1e-12)
+//   {arch}.attention.causal                 default false; true is refused (not an encoder)
+//   {arch}.pooling_type                     0 none, 1 mean, 2 cls, 3 last, 4 rank; default none
+//   {arch}.attention.sliding_window         symmetric window (0 = none)
+//   {arch}.attention.sliding_window_pattern which layers it windows: a period N (or one bool
+//                                           per layer); default the conventions' period
+//                                           (0 = every layer), the global layer first or
+//                                           last as the conventions say
+//   {arch}.rope.freq_base / rope.dimension_count   for RoPE encoders (default 10000 / head dim)
+//   {arch}.rope.freq_base_swa               the windowed layers' base (default: rope.freq_base)
+//   {arch}.hidden_activation                the FFN activation the converter recorded
+//                                           (checked against the compiled FFN policy)
+//   {arch}.vocab_size                       default: rows of token_embd.weight
+//   tokenizer.ggml.token_type_count         default: rows of token_types.weight (0 when absent)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "archetype/core/error.hpp"
+#include "archetype/io/arch/conventions.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/policies/pooling.hpp"
 
@@ -36,7 +48,11 @@ struct bert_hparams {
     bool causal = false;
     pooling_type pooling = pooling_type::none; // the file's default pooling
     std::size_t n_swa = 0;             // symmetric window (0 = none)
+    std::vector<bool> swa_layers;      // per layer, when n_swa > 0: which layers it windows
+    bool swa_pattern_in_file = false;  // the pattern came from the file (or its conventions)
     float rope_freq_base = 10000.f;
+    float rope_freq_base_swa = 0.f;    // the windowed layers' base (0 = rope_freq_base)
+    std::string hidden_act;            // {arch}.hidden_activation ("" = absent)
 };
 
 namespace bert_detail {
@@ -54,12 +70,11 @@ inline float checked_eps(const std::string& key, float v) {
 }
 } // namespace bert_detail
 
-/// Reads the hyperparameters of a `bert` file.
-inline bert_hparams read_bert_hparams(const gguf::file& f) {
+/// Reads the hyperparameters of an encoder file of any architecture name, with what
+/// that architecture implies beyond its keys (its registry entry's conventions).
+inline bert_hparams read_encoder_hparams(const gguf::file& f, const gguf_conventions& conv) {
     bert_hparams h;
     h.arch = std::string(f.architecture());
-    if (h.arch != "bert")
-        throw shape_error("general.architecture is '" + h.arch + "', expected 'bert'");
     const std::string a = h.arch + ".";
     auto req = [&](const char* k, std::uint64_t limit = bert_detail::dim_limit) {
         const std::string key = a + k;
@@ -90,11 +105,13 @@ inline bert_hparams read_bert_hparams(const gguf::file& f) {
     h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
     if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
         throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
+    h.rms_eps = bert_detail::checked_eps(a + "attention.layer_norm_rms_epsilon",
+                                         f.get_or<float>(a + "attention.layer_norm_rms_epsilon", 1e-12f));
     if (f.has(a + "attention.layer_norm_epsilon"))
         h.norm_eps = bert_detail::checked_eps(a + "attention.layer_norm_epsilon",
                                               f.get<float>(a + "attention.layer_norm_epsilon"));
-    h.rms_eps = bert_detail::checked_eps(a + "attention.layer_norm_rms_epsilon",
-                                         f.get_or<float>(a + "attention.layer_norm_rms_epsilon", 1e-12f));
+    else if (conv.layer_norm_eps_in_rms_key && f.has(a + "attention.layer_norm_rms_epsilon"))
+        h.norm_eps = h.rms_eps;
     h.causal = f.get_or<bool>(a + "attention.causal", false);
     if (h.causal)
         throw shape_error(a + "attention.causal = true: this file is a causal model, not an encoder");
@@ -108,6 +125,28 @@ inline bert_hparams read_bert_hparams(const gguf::file& f) {
                   ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
     if (h.n_swa > (std::size_t(1) << 24))
         throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");
+    if (h.n_swa > 0) {
+        const std::string pk = a + "attention.sliding_window_pattern";
+        h.swa_pattern_in_file = f.has(pk) || conv.window_period_default != 0;
+        if (f.has(pk) && f.type_of(pk) == gguf::value_type::ARRAY) {
+            h.swa_layers = f.get<std::vector<bool>>(pk);
+            if (h.swa_layers.size() != h.n_layer)
+                throw format_error("'" + pk + "' has " + std::to_string(h.swa_layers.size()) +
+                                   " entries but block_count = " + std::to_string(h.n_layer));
+        } else {
+            const std::size_t n = f.has(pk) ? bert_detail::checked(pk, f.get<std::uint64_t>(pk), 4096)
+                                            : conv.window_period_default;
+            h.swa_layers.resize(h.n_layer);
+            for (std::size_t il = 0; il < h.n_layer; ++il)
+                h.swa_layers[il] = n == 0 || (conv.window_global_first ? il % n != 0 : il % n < n - 1);
+        }
+    }
+    if (f.has(a + "rope.freq_base_swa")) {
+        h.rope_freq_base_swa = f.get<float>(a + "rope.freq_base_swa");
+        if (!(h.rope_freq_base_swa > 0.f) || !std::isfinite(h.rope_freq_base_swa))
+            throw format_error(a + "rope.freq_base_swa = " + std::to_string(h.rope_freq_base_swa) + " must be positive");
+    }
+    if (f.has(a + "hidden_activation")) h.hidden_act = f.get<std::string>(a + "hidden_activation");
 
     if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() >= 2)
         h.n_vocab = opt("vocab_size", static_cast<std::size_t>(t->ne[1]), std::uint64_t(1) << 31);
@@ -121,6 +160,13 @@ inline bert_hparams read_bert_hparams(const gguf::file& f) {
         throw format_error("tokenizer.ggml.token_type_count = " + std::to_string(h.n_token_types) +
                            " but token_types.weight has " + std::to_string(tt_rows) + " rows");
     return h;
+}
+
+/// Reads the hyperparameters of a `bert` file (llama's conventions).
+inline bert_hparams read_bert_hparams(const gguf::file& f) {
+    if (f.architecture() != "bert")
+        throw shape_error("general.architecture is '" + std::string(f.architecture()) + "', expected 'bert'");
+    return read_encoder_hparams(f, gguf_conventions{});
 }
 
 } // namespace archetype::arch

@@ -208,7 +208,8 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
         } else {
             const auto n = f.has(pk) ? f.get<std::size_t>(pk) : conv.window_period_default;
             h.swa_layers.resize(h.n_layer);
-            for (std::size_t il = 0; il < h.n_layer; ++il) h.swa_layers[il] = n == 0 || il % n < n - 1;
+            for (std::size_t il = 0; il < h.n_layer; ++il)
+                h.swa_layers[il] = n == 0 || (conv.window_global_first ? il % n != 0 : il % n < n - 1);
         }
     }
     return h;

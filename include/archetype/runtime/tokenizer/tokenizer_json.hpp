@@ -11,6 +11,8 @@
 //  - model "BPE" in SentencePiece style (Llama 2, Mistral, Gemma 2, Phi-3): spaces as
 //    "▁" by the Prepend + Replace normaliser or a Metaspace pre-tokenizer (split off),
 //    byte_fallback: spm_bpe_tokenizer.
+//  - model "Unigram" (T5, ALBERT, XLM-R re-saved by tokenizers) with a Metaspace
+//    pre-tokenizer: unigram_tokenizer (Viterbi over the piece scores).
 // The NFC normaliser is applied (unicode::nfc). Whatever else the file asks for — other
 // normalisers, a pre-tokenizer step or split behaviour not listed, a subword prefix — is
 // a format_error naming it, never ignored. BOS/EOS ids: the post-processor's tokens; else tokenizer_config.json's
@@ -33,6 +35,7 @@
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "archetype/runtime/tokenizer/spm_bpe.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
+#include "archetype/runtime/tokenizer/unigram.hpp"
 #include "archetype/runtime/unicode.hpp"
 
 namespace archetype::tokenizer {
@@ -177,6 +180,96 @@ inline void post_processor_specials(const json& pp, const std::vector<std::strin
     }
     throw format_error(where + ": post_processor '" + t + "' is not supported");
 }
+struct specials {
+    std::int32_t bos = -1, eos = -1;
+    bool add_bos = false, add_eos = false;
+};
+// BOS/EOS: the post-processor's tokens; else tokenizer_config.json's bos_token / eos_token
+// beside the file; else config.json's bos_token_id / eos_token_id.
+inline specials special_ids(const json& j, const std::filesystem::path& p, const std::vector<std::string>& tokens,
+                            const std::string& where) {
+    specials sp;
+    if (j.contains("post_processor"))
+        post_processor_specials(j["post_processor"], tokens, sp.bos, sp.eos, sp.add_bos, sp.add_eos, where);
+    const auto dir = p.parent_path();
+    if (std::filesystem::exists(dir / "tokenizer_config.json")) {
+        const auto tc = read_json(dir / "tokenizer_config.json");
+        if (sp.bos < 0 && tc.contains("bos_token")) sp.bos = id_of(tokens, token_text(tc["bos_token"]));
+        if (sp.eos < 0 && tc.contains("eos_token")) sp.eos = id_of(tokens, token_text(tc["eos_token"]));
+    }
+    if (std::filesystem::exists(dir / "config.json")) {
+        const auto cfg = read_json(dir / "config.json");
+        if (sp.bos < 0 && cfg.contains("bos_token_id")) sp.bos = first_id(cfg["bos_token_id"]);
+        if (sp.eos < 0 && cfg.contains("eos_token_id")) sp.eos = first_id(cfg["eos_token_id"]);
+    }
+    return sp;
+}
+
+// A Unigram model: vocab [[piece, score], ...] (the id is the position), unk_id,
+// byte_fallback; normaliser none or NFC; pre-tokenizer Metaspace (any prepend_scheme,
+// split or not). Added tokens either name a vocabulary entry by its id or extend it.
+inline std::unique_ptr<tokenizer> load_unigram(const json& j, const std::filesystem::path& p, const std::string& where) {
+    const auto& m = j.at("model");
+    unigram_tokenizer::config c;
+    const auto& vocab = m.at("vocab");
+    if (!vocab.is_array() || vocab.empty()) throw format_error(where + ": Unigram vocab is not a non-empty array");
+    if (vocab.size() > (std::size_t(1) << 24)) throw format_error(where + ": Unigram vocab has more than 2^24 pieces");
+    for (const auto& e : vocab) {
+        if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+            throw format_error(where + ": Unigram vocab entry " + e.dump().substr(0, 60) + " is not [piece, score]");
+        c.tokens.push_back(e[0].get<std::string>());
+        c.scores.push_back(e[1].get<double>());
+    }
+    c.types.assign(c.tokens.size(), static_cast<std::int32_t>(token_type::normal));
+    for (const auto& t : j.value("added_tokens", json::array())) {
+        const auto id = detail::json_int(t.at("id"), where + ": added token id");
+        const auto content = t.at("content").get<std::string>();
+        if (id < 0 || id > (1 << 24)) throw format_error(where + ": added token id " + std::to_string(id) + " out of range");
+        const auto u = static_cast<std::size_t>(id);
+        if (u < c.tokens.size() && c.tokens[u] != content)
+            throw format_error(where + ": added token '" + content + "' has id " + std::to_string(id) + ", which is '" +
+                               c.tokens[u] + "'");
+        if (u > c.tokens.size())
+            throw format_error(where + ": added token '" + content + "' has id " + std::to_string(id) +
+                               " beyond the next free id " + std::to_string(c.tokens.size()));
+        if (u == c.tokens.size()) {
+            c.tokens.push_back(content);
+            c.scores.push_back(0.0);
+            c.types.push_back(0);
+        }
+        c.types[u] = static_cast<std::int32_t>(t.value("special", false) ? token_type::control : token_type::user_defined);
+    }
+    if (!m.contains("unk_id") || m["unk_id"].is_null())
+        throw format_error(where + ": a Unigram model without unk_id is not supported");
+    c.unk = static_cast<std::int32_t>(detail::json_int(m["unk_id"], where + ": unk_id"));
+    c.byte_fallback = m.value("byte_fallback", false);
+    const json none;
+    const auto& n = j.contains("normalizer") ? j["normalizer"] : none;
+    if (!n.is_null()) {
+        if (type_of(n) != "NFC")
+            throw format_error(where + ": normalizer '" + type_of(n) + "' is not supported with a Unigram model (NFC is)");
+        c.nfc = true;
+    }
+    const auto& pt = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : none;
+    if (type_of(pt) != "Metaspace")
+        throw format_error(where + ": pre_tokenizer '" + (pt.is_null() ? std::string("none") : type_of(pt)) +
+                           "' is not supported with a Unigram model (Metaspace is)");
+    if (pt.value("replacement", std::string("\xE2\x96\x81")) != "\xE2\x96\x81")
+        throw format_error(where + ": Metaspace replacement other than U+2581");
+    c.split = pt.value("split", true);
+    const auto scheme = pt.contains("prepend_scheme") ? pt["prepend_scheme"].get<std::string>()
+                                                      : (pt.value("add_prefix_space", true) ? "always" : "never");
+    if (scheme == "always") c.prepend = unigram_tokenizer::prefix::always;
+    else if (scheme == "first") c.prepend = unigram_tokenizer::prefix::first;
+    else if (scheme == "never") c.prepend = unigram_tokenizer::prefix::never;
+    else throw format_error(where + ": Metaspace prepend_scheme '" + scheme + "' is not supported");
+    const auto sp = special_ids(j, p, c.tokens, where);
+    c.bos = sp.bos;
+    c.eos = sp.eos;
+    c.add_bos = sp.add_bos;
+    c.add_eos = sp.add_eos;
+    return std::make_unique<unigram_tokenizer>(std::move(c));
+}
 } // namespace detail::tj
 
 /// The tokenizer of a Hugging Face tokenizer.json (see the top of this file).
@@ -189,7 +282,9 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
         const auto& m = j.at("model");
         const auto mtype = tj::type_of(m);
         if (mtype == "WordPiece") return load_wordpiece(path);
-        if (mtype != "BPE") throw format_error(where + ": model type '" + mtype + "' is not supported (BPE, WordPiece)");
+        if (mtype == "Unigram") return tj::load_unigram(j, p, where);
+        if (mtype != "BPE")
+            throw format_error(where + ": model type '" + mtype + "' is not supported (BPE, WordPiece, Unigram)");
         for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
             if (m.contains(k) && !m[k].is_null() && !m[k].get<std::string>().empty())
                 throw format_error(where + ": BPE " + k + " is not supported");
@@ -234,25 +329,11 @@ inline std::unique_ptr<tokenizer> load_tokenizer_json(const std::string& path) {
         }
         c.ignore_merges = m.value("ignore_merges", false);
 
-        std::int32_t bos = -1, eos = -1;
-        bool add_bos = false, add_eos = false;
-        if (j.contains("post_processor"))
-            tj::post_processor_specials(j["post_processor"], c.tokens, bos, eos, add_bos, add_eos, where);
-        const auto dir = p.parent_path();
-        if (std::filesystem::exists(dir / "tokenizer_config.json")) {
-            const auto tc = tj::read_json(dir / "tokenizer_config.json");
-            if (bos < 0 && tc.contains("bos_token")) bos = tj::id_of(c.tokens, tj::token_text(tc["bos_token"]));
-            if (eos < 0 && tc.contains("eos_token")) eos = tj::id_of(c.tokens, tj::token_text(tc["eos_token"]));
-        }
-        if (std::filesystem::exists(dir / "config.json")) {
-            const auto cfg = tj::read_json(dir / "config.json");
-            if (bos < 0 && cfg.contains("bos_token_id")) bos = tj::first_id(cfg["bos_token_id"]);
-            if (eos < 0 && cfg.contains("eos_token_id")) eos = tj::first_id(cfg["eos_token_id"]);
-        }
-        c.bos = bos;
-        c.eos = eos;
-        c.add_bos = add_bos;
-        c.add_eos = add_eos;
+        const auto sp = tj::special_ids(j, p, c.tokens, where);
+        c.bos = sp.bos;
+        c.eos = sp.eos;
+        c.add_bos = sp.add_bos;
+        c.add_eos = sp.add_eos;
 
         if (const auto style = tj::sentencepiece_style(j, where)) {
             spm_bpe_tokenizer::config s;
