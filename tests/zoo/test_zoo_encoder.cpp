@@ -31,6 +31,7 @@
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/models/presets/modern_bert.hpp"
 #include "archetype/runtime/encoder_session.hpp"
+#include "architectures_page.hpp"
 #include "fixture_common.hpp"
 
 using namespace archetype;
@@ -142,22 +143,6 @@ struct bidirectional_entry {
     static constexpr arch::gguf_conventions conventions = Entry::conventions;
 };
 
-std::vector<std::string> table_row(const std::string& path, const std::string& fam) {
-    std::ifstream f(path);
-    BOOST_REQUIRE_MESSAGE(f, "cannot open " << path);
-    for (std::string line; std::getline(f, line);) {
-        if (line.rfind("| " + fam + " |", 0) != 0) continue;
-        std::vector<std::string> cells;
-        std::stringstream ss(line.substr(1));
-        for (std::string c; std::getline(ss, c, '|');) {
-            const auto a = c.find_first_not_of(' '), b = c.find_last_not_of(' ');
-            cells.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
-        }
-        return cells;
-    }
-    BOOST_FAIL("docs/architectures.md has no row for " << fam);
-    return {};
-}
 } // namespace
 
 BOOST_AUTO_TEST_CASE(matches_transformers_at_every_position) {
@@ -284,20 +269,13 @@ BOOST_AUTO_TEST_CASE(hostile_checkpoints_are_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_CASE(the_architectures_page_states_this_family) {
-    const auto row = table_row(argument(2, "docs/architectures.md"), family);
+    const auto row = zoo_page::table_row(argument(2, "docs/architectures.md"), family);
     BOOST_REQUIRE_EQUAL(row.size(), 6u);
     const double bound = std::stod(row[5]);
     const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
     BOOST_TEST(worst_error(m) <= bound);
     BOOST_TEST(bound <= 1e-4);
-    std::ifstream h(argument(3, "include/") + "/archetype/models/presets/modern_bert.hpp");
-    BOOST_REQUIRE(h);
-    std::size_t lines = 0;
-    for (std::string line; std::getline(h, line);) {
-        const auto a = line.find_first_not_of(" \t");
-        if (a == std::string::npos || line.compare(a, 2, "//") == 0 || line[a] == '#') continue;
-        ++lines;
-    }
+    const std::size_t lines = zoo_page::preset_lines(argument(3, "include/") + "/archetype/models/presets/modern_bert.hpp");
     BOOST_TEST(std::stoul(row[3]) == lines);
     BOOST_TEST(lines <= 15u);
 }

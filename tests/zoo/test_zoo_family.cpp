@@ -27,6 +27,7 @@
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include ZOO_PRESET
+#include "architectures_page.hpp"
 #include "fixture_common.hpp"
 
 using namespace archetype;
@@ -89,23 +90,6 @@ std::string argument(int i, const char* what) {
     return mts.argv[i];
 }
 
-/// The cells of the row of docs/architectures.md whose first cell is `family`.
-std::vector<std::string> table_row(const std::string& path, const std::string& family) {
-    std::ifstream f(path);
-    BOOST_REQUIRE_MESSAGE(f, "cannot open " << path);
-    for (std::string line; std::getline(f, line);) {
-        if (line.rfind("| " + family + " |", 0) != 0) continue;
-        std::vector<std::string> cells;
-        std::stringstream ss(line.substr(1));
-        for (std::string c; std::getline(ss, c, '|');) {
-            const auto a = c.find_first_not_of(' '), b = c.find_last_not_of(' ');
-            cells.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
-        }
-        return cells;
-    }
-    BOOST_FAIL("docs/architectures.md has no row for " << family);
-    return {};
-}
 } // namespace
 
 BOOST_AUTO_TEST_CASE(matches_transformers_at_every_position) {
@@ -114,7 +98,7 @@ BOOST_AUTO_TEST_CASE(matches_transformers_at_every_position) {
 }
 
 BOOST_AUTO_TEST_CASE(the_architectures_page_states_this_family) {
-    const auto row = table_row(argument(2, "docs/architectures.md"), ZOO_FAMILY);
+    const auto row = zoo_page::table_row(argument(2, "docs/architectures.md"), ZOO_FAMILY);
     BOOST_REQUIRE_EQUAL(row.size(), 6u);
     // the error bound: holds here, and is itself within the criterion
     const double bound = std::stod(row[5]);
@@ -123,14 +107,7 @@ BOOST_AUTO_TEST_CASE(the_architectures_page_states_this_family) {
     BOOST_TEST(worst <= bound, ZOO_FAMILY << ": measured " << worst << " above the page's bound " << bound);
     BOOST_TEST(bound <= 1e-4);
     // the preset's lines: non-blank, not a comment, not #pragma / #include
-    std::ifstream h(argument(3, "include/") + "/" + ZOO_PRESET);
-    BOOST_REQUIRE(h);
-    std::size_t lines = 0;
-    for (std::string line; std::getline(h, line);) {
-        const auto a = line.find_first_not_of(" \t");
-        if (a == std::string::npos || line.compare(a, 2, "//") == 0 || line[a] == '#') continue;
-        ++lines;
-    }
+    const std::size_t lines = zoo_page::preset_lines(argument(3, "include/") + "/" + ZOO_PRESET);
     BOOST_TEST(std::stoul(row[3]) == lines);
     BOOST_TEST(lines <= 15u);
 }

@@ -33,6 +33,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/io/arch/conventions.hpp"
+#include "archetype/io/arch/window_pattern.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/policies/pooling.hpp"
 
@@ -128,18 +129,7 @@ inline bert_hparams read_encoder_hparams(const gguf::file& f, const gguf_convent
     if (h.n_swa > 0) {
         const std::string pk = a + "attention.sliding_window_pattern";
         h.swa_pattern_in_file = f.has(pk) || conv.window_period_default != 0;
-        if (f.has(pk) && f.type_of(pk) == gguf::value_type::ARRAY) {
-            h.swa_layers = f.get<std::vector<bool>>(pk);
-            if (h.swa_layers.size() != h.n_layer)
-                throw format_error("'" + pk + "' has " + std::to_string(h.swa_layers.size()) +
-                                   " entries but block_count = " + std::to_string(h.n_layer));
-        } else {
-            const std::size_t n = f.has(pk) ? bert_detail::checked(pk, f.get<std::uint64_t>(pk), 4096)
-                                            : conv.window_period_default;
-            h.swa_layers.resize(h.n_layer);
-            for (std::size_t il = 0; il < h.n_layer; ++il)
-                h.swa_layers[il] = n == 0 || (conv.window_global_first ? il % n != 0 : il % n < n - 1);
-        }
+        h.swa_layers = window_layers(f, pk, h.n_layer, conv);
     }
     if (f.has(a + "rope.freq_base_swa")) {
         h.rope_freq_base_swa = f.get<float>(a + "rope.freq_base_swa");

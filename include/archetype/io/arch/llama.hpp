@@ -38,6 +38,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/io/arch/conventions.hpp"
+#include "archetype/io/arch/window_pattern.hpp"
 #include "archetype/io/gguf.hpp"
 
 namespace archetype::arch {
@@ -200,17 +201,7 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
         if (!f.has(pk) && conv.window_pattern_required)
             throw format_error("missing key '" + pk + "' (" + h.arch + " requires it with a sliding window)");
         h.swa_pattern_in_file = f.has(pk) || conv.window_period_default != 0;
-        if (f.has(pk) && f.type_of(pk) == gguf::value_type::ARRAY) {
-            h.swa_layers = f.get<std::vector<bool>>(pk);
-            if (h.swa_layers.size() != h.n_layer)
-                throw format_error("'" + pk + "' has " + std::to_string(h.swa_layers.size()) +
-                                   " entries but block_count = " + std::to_string(h.n_layer));
-        } else {
-            const auto n = f.has(pk) ? f.get<std::size_t>(pk) : conv.window_period_default;
-            h.swa_layers.resize(h.n_layer);
-            for (std::size_t il = 0; il < h.n_layer; ++il)
-                h.swa_layers[il] = n == 0 || (conv.window_global_first ? il % n != 0 : il % n < n - 1);
-        }
+        h.swa_layers = window_layers(f, pk, h.n_layer, conv);
     }
     return h;
 }

@@ -13,18 +13,17 @@
 //  3. adjacent symbols merge by the rank of their pair in the merges list.
 // Decoding undoes it: "▁" is a space, <0xXX> tokens are bytes, and the one leading space
 // the prefix added is dropped (the Strip decoder).
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "archetype/core/error.hpp"
 #include "archetype/runtime/tokenizer/merge.hpp"
+#include "archetype/runtime/tokenizer/metaspace.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 #include "archetype/runtime/unicode.hpp"
 
@@ -57,13 +56,7 @@ public:
             if (t == token_type::control || t == token_type::user_defined) specials_.insert(tokens_[i], static_cast<std::int32_t>(i));
             else to_id_.emplace(tokens_[i], static_cast<std::int32_t>(i));
         }
-        for (int b = 0; b < 256; ++b) {
-            static constexpr char hex[] = "0123456789ABCDEF";
-            const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-            const auto it = to_id_.find(name);
-            byte_id_[static_cast<std::size_t>(b)] = it == to_id_.end() ? -1 : it->second;
-            if (it != to_id_.end()) byte_of_.emplace(it->second, static_cast<unsigned char>(b));
-        }
+        bytes_ = metaspace::byte_tokens(to_id_);
         merges_.emplace(c.merges, [&](const std::string& t) {
             const auto it = to_id_.find(t);
             return it == to_id_.end() ? std::int32_t(-1) : it->second;
@@ -95,32 +88,19 @@ public:
     std::string decode(std::span<const std::int32_t> ids) const override {
         std::string out;
         for (auto id : ids) out += token_to_piece(id);
-        if (prepend_ != prefix::never && !out.empty() && out[0] == ' ') out.erase(0, 1);
-        return out;
+        return metaspace::drop_prefix_space(std::move(out), prepend_ != prefix::never);
     }
 
     std::string token_to_piece(std::int32_t id) const override {
         check_id(id);
-        if (const auto b = byte_of_.find(id); b != byte_of_.end()) return std::string(1, static_cast<char>(b->second));
-        const auto& t = tokens_[static_cast<std::size_t>(id)];
-        const auto ty = types_[static_cast<std::size_t>(id)];
-        if (ty == token_type::control || ty == token_type::user_defined) return t;
-        std::string out;
-        for (std::size_t i = 0; i < t.size();) {
-            if (t.compare(i, space_.size(), space_) == 0) { out += ' '; i += space_.size(); }
-            else out += t[i++];
-        }
-        return out;
+        const auto i = static_cast<std::size_t>(id);
+        return metaspace::piece_text(bytes_, id, tokens_[i], types_[i]);
     }
 
     std::string_view kind() const noexcept override { return "spm-bpe"; }
     /// Every byte has a <0xXX> token (else a character the vocabulary lacks becomes unk)
     /// and no prefix is added (decoding drops one leading space, which a text may have had).
-    bool lossless() const noexcept override {
-        for (auto b : byte_id_)
-            if (b < 0) return false;
-        return prepend_ == prefix::never;
-    }
+    bool lossless() const noexcept override { return bytes_.complete() && prepend_ == prefix::never; }
 
 private:
     void encode_word(const std::string& w, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
@@ -136,9 +116,9 @@ private:
                 push(i, u.len, it->second);
             } else {
                 bool all = true;
-                for (std::size_t k = 0; k < u.len; ++k) all = all && byte_id_[static_cast<unsigned char>(w[i + k])] >= 0;
+                for (std::size_t k = 0; k < u.len; ++k) all = all && bytes_.id[static_cast<unsigned char>(w[i + k])] >= 0;
                 if (all) {
-                    for (std::size_t k = 0; k < u.len; ++k) push(i + k, 1, byte_id_[static_cast<unsigned char>(w[i + k])]);
+                    for (std::size_t k = 0; k < u.len; ++k) push(i + k, 1, bytes_.id[static_cast<unsigned char>(w[i + k])]);
                 } else if (unk_id() >= 0) {
                     if (fuse_unk_ && !syms.empty() && syms.back().id == unk_id() && syms.back().start + syms.back().len == i)
                         syms.back().len += u.len;
@@ -152,13 +132,12 @@ private:
         merges_->merge_into(syms, ids);
     }
 
-    const std::string space_ = "\xE2\x96\x81"; // U+2581
+    const std::string space_{metaspace::space};
     std::vector<std::string> tokens_;
     std::vector<token_type> types_;
     string_map<std::int32_t> to_id_;
     std::optional<detail::rank_merges> merges_;
-    std::unordered_map<std::int32_t, unsigned char> byte_of_;
-    std::array<std::int32_t, 256> byte_id_{};
+    metaspace::byte_tokens bytes_;
     byte_trie specials_;
     prefix prepend_;
     bool fuse_unk_, ignore_merges_;

@@ -18,17 +18,16 @@
 // a prefix was added (the Metaspace decoder).
 #include <algorithm>
 #include <cmath>
-#include <array>
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "archetype/core/error.hpp"
+#include "archetype/runtime/tokenizer/metaspace.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 #include "archetype/runtime/unicode.hpp"
 #include "archetype/runtime/unicode_nfc.hpp"
@@ -78,13 +77,7 @@ public:
             max_piece_ = std::max(max_piece_, tokens_[i].size());
         }
         unk_score_ = min_score - 10.0;
-        for (int b = 0; b < 256; ++b) {
-            static constexpr char hex[] = "0123456789ABCDEF";
-            const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-            const auto it = to_id_.find(name);
-            byte_id_[static_cast<std::size_t>(b)] = it == to_id_.end() ? -1 : it->second;
-            if (it != to_id_.end()) byte_of_.emplace(it->second, static_cast<unsigned char>(b));
-        }
+        bytes_ = metaspace::byte_tokens(to_id_);
     }
 
     std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
@@ -131,32 +124,20 @@ public:
     std::string decode(std::span<const std::int32_t> ids) const override {
         std::string out;
         for (auto id : ids) out += token_to_piece(id);
-        if (prepend_ != prefix::never && !out.empty() && out[0] == ' ') out.erase(0, 1);
-        return out;
+        return metaspace::drop_prefix_space(std::move(out), prepend_ != prefix::never);
     }
 
     std::string token_to_piece(std::int32_t id) const override {
         check_id(id);
-        if (const auto b = byte_of_.find(id); b != byte_of_.end()) return std::string(1, static_cast<char>(b->second));
-        const auto& t = tokens_[static_cast<std::size_t>(id)];
-        const auto ty = types_[static_cast<std::size_t>(id)];
-        if (ty == token_type::control || ty == token_type::user_defined) return t;
-        std::string out;
-        for (std::size_t i = 0; i < t.size();) {
-            if (t.compare(i, space_.size(), space_) == 0) { out += ' '; i += space_.size(); }
-            else out += t[i++];
-        }
-        return out;
+        const auto i = static_cast<std::size_t>(id);
+        return metaspace::piece_text(bytes_, id, tokens_[i], types_[i]);
     }
 
     std::string_view kind() const noexcept override { return "unigram"; }
     /// Never lossless in general: a prefix is dropped on decoding, NFC changes text, and
     /// without byte_fallback an unknown character is the unknown token.
     bool lossless() const noexcept override {
-        if (prepend_ != prefix::never || nfc_ || !byte_fallback_) return false;
-        for (auto b : byte_id_)
-            if (b < 0) return false;
-        return true;
+        return prepend_ == prefix::never && !nfc_ && byte_fallback_ && bytes_.complete();
     }
 
 private:
@@ -221,19 +202,18 @@ private:
                 continue;
             }
             bool bytes = byte_fallback_;
-            for (std::size_t k = 0; bytes && k < piece.size(); ++k) bytes = byte_id_[static_cast<unsigned char>(piece[k])] >= 0;
-            if (bytes) for (const char ch : piece) ids.push_back(byte_id_[static_cast<unsigned char>(ch)]);
+            for (std::size_t k = 0; bytes && k < piece.size(); ++k) bytes = bytes_.id[static_cast<unsigned char>(piece[k])] >= 0;
+            if (bytes) for (const char ch : piece) ids.push_back(bytes_.id[static_cast<unsigned char>(ch)]);
             else ids.push_back(unk_id());
         }
     }
 
-    const std::string space_ = "\xE2\x96\x81"; // U+2581
+    const std::string space_{metaspace::space};
     std::vector<std::string> tokens_;
     std::vector<double> scores_;
     std::vector<token_type> types_;
     string_map<std::int32_t> to_id_;
-    std::unordered_map<std::int32_t, unsigned char> byte_of_;
-    std::array<std::int32_t, 256> byte_id_{};
+    metaspace::byte_tokens bytes_;
     byte_trie specials_;
     std::size_t max_piece_ = 0;
     double unk_score_ = 0;
