@@ -119,24 +119,6 @@ inline bool is_checkpoint(const std::string& dir) {
 }
 
 namespace detail {
-inline nlohmann::json read_json(const std::filesystem::path& p, std::size_t limit);
-}
-
-/// A checkpoint directory whose config.json names a class of families() (one this header
-/// converts; a sentence-transformers BERT directory is read by models/bert_safetensors.hpp).
-inline bool converts(const std::string& dir) {
-    if (!is_checkpoint(dir)) return false;
-    const auto j = detail::read_json(std::filesystem::path(dir) / "config.json", std::size_t(64) << 20);
-    if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].size() != 1 ||
-        !j["architectures"][0].is_string())
-        return false;
-    const auto cls = j["architectures"][0].get<std::string>();
-    for (const auto& f : families())
-        if (f.hf_class == cls) return true;
-    return false;
-}
-
-namespace detail {
 
 inline nlohmann::json read_json(const std::filesystem::path& p, std::size_t limit = std::size_t(64) << 20) {
     std::ifstream in(p, std::ios::binary | std::ios::ate);
@@ -480,23 +462,45 @@ inline void modern_bert_gguf(gguf::writer& w, const config& c, const weights& W,
 
 } // namespace detail
 
+namespace detail {
+/// The one class name of config.json's `architectures`, or nothing when it is not a list of one.
+inline std::optional<std::string> checkpoint_class(const nlohmann::json& raw) {
+    if (!raw.contains("architectures") || !raw["architectures"].is_array() || raw["architectures"].size() != 1 ||
+        !raw["architectures"][0].is_string())
+        return std::nullopt;
+    return raw["architectures"][0].get<std::string>();
+}
+/// The entry of families() for a class name, or null.
+inline const family* family_of(std::string_view cls) {
+    for (const auto& f : families())
+        if (f.hf_class == cls) return &f;
+    return nullptr;
+}
+} // namespace detail
+
+/// A checkpoint directory whose config.json names a class of families() (one this header
+/// converts; a sentence-transformers BERT directory is read by models/bert_safetensors.hpp).
+inline bool converts(const std::string& dir) {
+    if (!is_checkpoint(dir)) return false;
+    const auto cls = detail::checkpoint_class(detail::read_json(std::filesystem::path(dir) / "config.json"));
+    return cls && detail::family_of(*cls);
+}
+
 /// Writes the GGUF of checkpoint directory `dir` to `out` (see the top of this file).
 inline void write_gguf(const std::string& dir_s, const std::string& out) {
     namespace fs = std::filesystem;
     const fs::path dir(dir_s);
     const detail::config c(detail::read_json(dir / "config.json"));
     const auto& raw = c.raw();
-    if (!raw.contains("architectures") || !raw["architectures"].is_array() || raw["architectures"].size() != 1 ||
-        !raw["architectures"][0].is_string())
-        throw format_error("config.json 'architectures' must be a list of one class name");
-    const auto cls = raw["architectures"][0].get<std::string>();
-    const family* fam = nullptr;
-    std::string known;
-    for (const auto& f : families()) {
-        known += (known.empty() ? "" : ", ") + std::string(f.hf_class);
-        if (f.hf_class == cls) fam = &f;
+    const auto cls_name = detail::checkpoint_class(raw);
+    if (!cls_name) throw format_error("config.json 'architectures' must be a list of one class name");
+    const std::string& cls = *cls_name;
+    const family* fam = detail::family_of(cls);
+    if (!fam) {
+        std::string known;
+        for (const auto& f : families()) known += (known.empty() ? "" : ", ") + std::string(f.hf_class);
+        throw format_error("config.json architecture '" + cls + "' is not one this library converts (known: " + known + ")");
     }
-    if (!fam) throw format_error("config.json architecture '" + cls + "' is not one this library converts (known: " + known + ")");
     const std::string a = std::string(fam->gguf_arch) + ".";
     const detail::weights W(dir);
     if (fam->tensors == family::layout::modern_bert) {

@@ -192,7 +192,7 @@ private:
     /// Rows [r0, r0 + n) of a matrix, as a matrix of their own.
     static kernels::weight_view row_slice(const kernels::weight_view& w, std::size_t r0, std::size_t n) {
         kernels::weight_view v = w;
-        v.data = static_cast<const std::byte*>(w.data) + r0 * w.row_bytes();
+        v.data = w.row(r0);
         v.rows = n;
         return v;
     }
