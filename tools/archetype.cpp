@@ -8,6 +8,10 @@
 // pipeline over the ranks (tools/run_pipeline.hpp); the other commands run on
 // rank 0 alone. An error on any rank ends every rank (MPI_Abort) with status 1.
 // A plain run never touches MPI.
+//
+// `main` is not here: main_native.cpp (a build for one instruction-set level) or
+// main_dispatch.cpp (one copy of this program per level, chosen at start) calls
+// cli_main.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,7 +111,7 @@ void usage(std::FILE* f) {
 }
 } // namespace
 
-int main(int argc, char** argv) {
+int archetype::tools::cli_main(int argc, char** argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;

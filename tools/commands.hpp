@@ -10,6 +10,10 @@
 
 namespace archetype::tools {
 
+/// The program behind `main` (tools/archetype.cpp): main_native.cpp calls it, or,
+/// in a dispatched build, main_dispatch.cpp calls the chosen level's copy.
+int cli_main(int argc, char** argv);
+
 int cmd_version(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_mask(int argc, char** argv);

@@ -6,6 +6,7 @@
 
 #include "archetype/config.hpp"
 #include "archetype/core/error.hpp"
+#include "archetype/core/isa/level.hpp"
 #include "commands.hpp"
 #include "model_file.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
@@ -17,6 +18,16 @@ namespace archetype::tools {
 int cmd_version(int, char**) {
     std::printf("archetype %d.%d.%d\n", ARCHETYPE_VERSION_MAJOR, ARCHETYPE_VERSION_MINOR,
                 ARCHETYPE_VERSION_PATCH);
+    // The level this copy of the program was compiled for is the one running: in a
+    // dispatched build each level's copy prints its own.
+    std::printf("isa: %s\n", std::string(isa::name(isa::compiled_level())).c_str());
+#if defined(ARCHETYPE_ISA_BUILT_LEVELS)
+#define X(l) " " #l
+    std::printf("isa-levels:%s (chosen at start; ARCHETYPE_ISA forces one)\n", ARCHETYPE_ISA_BUILT_LEVELS);
+#undef X
+#else
+    std::printf("isa-levels: %s (this build's compiler flags)\n", std::string(isa::name(isa::compiled_level())).c_str());
+#endif
     return 0;
 }
 

@@ -8,6 +8,9 @@
 #   BUILD=dir              build directory (default: build)
 #   ARCHETYPE_MODELS_DIR   where tools/fetch-models.sh put the real model files:
 #                          enables the 'real-models' suite (-Dmodels_dir)
+#   ARCHETYPE_DISPATCH=1   also build the dispatched program (-Dnative=false, build-dispatch)
+#                          and run suite isa on it (CI sets this; qemu-user adds the
+#                          emulated-CPU runs)
 #   ARCHETYPE_SANITIZE=1   also build the tests under ASan+UBSan (build-asan) and
 #                          run them, and the concurrency suite under TSan with
 #                          clang-14 (build-tsan) (CI sets this)
@@ -31,6 +34,23 @@ finish() {
   echo "${total_ok} passed, ${total_fail} failed"
   [ "$total_fail" -eq 0 ]
   exit $?
+}
+# suite_targets DIR SUITES...: the build targets the tests of these suites run (test
+# executables and the archetype program), so a stage builds only what it tests
+suite_targets() {
+  python3 - "$@" <<'PY'
+import json, os, subprocess, sys
+build, suites = sys.argv[1], sys.argv[2:]
+tests = json.loads(subprocess.check_output(['meson', 'introspect', build, '--tests']))
+out = set()
+for t in tests:
+    if any(s in suites or s.split(':')[-1] in suites for s in t['suite']):
+        for c in map(os.path.normpath, t["cmd"]):
+            if c.startswith(os.path.abspath(build) + '/'):
+                out.add(os.path.relpath(c, os.path.abspath(build)))
+out.add('tools/archetype')
+print(' '.join(sorted(out)))
+PY
 }
 
 if [ ! -f "$BUILD/build.ninja" ]; then
@@ -59,6 +79,29 @@ if command -v mpirun >/dev/null && pkg-config --exists ompi-cxx; then
   fi
 fi
 
+# The dispatched program (-Dnative=false: one copy per instruction-set level, chosen at
+# start; docs/isa.md): suite 'isa' runs its fixture suites at every level this machine
+# runs, and under qemu-x86_64 as CPUs without AVX-512 and without AVX. Only the
+# decoder entries those suites load are compiled (llama, mellum_swa, granite).
+if [ "${ARCHETYPE_DISPATCH:-0}" = 1 ]; then
+  DISP=${BUILD}-dispatch
+  if [ ! -f "$DISP/build.ninja" ]; then
+    meson setup "$DISP" --buildtype=release -Dnative=false -Dcli_decoder_entries=llama,mellum_swa,granite \
+      -Dbenchmarks=false -Dexamples=false -Dfuzz=false -Dmpi=disabled ||
+      { total_fail=$((total_fail + 1)); finish; }
+  fi
+  ninja -C "$DISP" build.ninja >/dev/null || { total_fail=$((total_fail + 1)); finish; }
+  if ! ninja -C "$DISP" -j "$JOBS" $(suite_targets "$DISP" isa); then
+    echo "dispatched build failed"; total_fail=$((total_fail + 1)); finish
+  fi
+  run_suite "$DISP" "$DISP/test-output.txt" --no-rebuild --suite isa
+  n_isa=$(grep -cE '^ *[0-9]+/[0-9]+ archetype:isa / .* OK ' "$DISP/test-output.txt" || true)
+  echo "isa tests passed: $n_isa"
+  if command -v qemu-x86_64 >/dev/null && ! grep -qE 'archetype:isa / decoder_cli_qemu_Haswell-v2 +OK' "$DISP/test-output.txt"; then
+    echo "qemu-x86_64 is installed but the qemu runs of suite isa did not pass"; total_fail=$((total_fail + 1))
+  fi
+fi
+
 if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
   SAN=${BUILD}-asan
   if [ ! -f "$SAN/build.ninja" ]; then
@@ -74,20 +117,7 @@ if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
   # bring an existing build directory's configuration up to date first, so that the
   # introspection below sees tests added since it was set up
   ninja -C "$SAN" build.ninja >/dev/null || { total_fail=$((total_fail + 1)); finish; }
-  targets=$(python3 - "$SAN" "${SAN_SUITES[@]}" <<'PY'
-import json, os, subprocess, sys
-build, suites = sys.argv[1], sys.argv[2:]
-tests = json.loads(subprocess.check_output(['meson', 'introspect', build, '--tests']))
-out = set()
-for t in tests:
-    if any(s in suites or s.split(':')[-1] in suites for s in t['suite']):
-        for c in map(os.path.normpath, t["cmd"]):
-            if c.startswith(os.path.abspath(build) + '/'):
-                out.add(os.path.relpath(c, os.path.abspath(build)))
-out.add('tools/archetype')
-print(' '.join(sorted(out)))
-PY
-)
+  targets=$(suite_targets "$SAN" "${SAN_SUITES[@]}")
   if ! ninja -C "$SAN" -j "$JOBS" $targets; then
     echo "sanitizer build failed"; total_fail=$((total_fail + 1)); finish
   fi

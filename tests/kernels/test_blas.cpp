@@ -103,8 +103,21 @@ BOOST_AUTO_TEST_CASE(gemm_shapes) {
                 BOOST_TEST(kt::nmse(Cb, Cr) < 1e-11, "gemm blocks M=" << M << " N=" << N << " K=" << K);
                 BOOST_TEST(kt::max_rel(Cb3, Cb) <= 1e-6, "gemm blocks threads M=" << M << " N=" << N << " K=" << K);
                 BOOST_TEST(kt::nmse(Cba, Cra) < 1e-11, "gemm blocks acc M=" << M << " N=" << N << " K=" << K);
-                if (K <= k::detail::KSUM || !k::detail::use_packed(M) || K < k::detail::W)
+                if ((K <= k::detail::KSUM && !k::detail::blocks_take_rowdot) || !k::detail::use_packed(M) ||
+                    K < k::detail::W)
                     BOOST_TEST(Cb == C, "gemm blocks != chain for one block M=" << M << " N=" << N << " K=" << K);
+                if (k::detail::blocks_take_rowdot) {
+                    // no fused multiply-add (the generic level): blocks are GEMV's arithmetic, so
+                    // each row of the batch is bitwise that row alone
+                    bool rows_alone = true;
+                    for (std::size_t i = 0; i < M; ++i) {
+                        std::vector<float> row(N);
+                        k::gemm_nt(A.data() + i * lda, lda, B.data(), ldb, row.data(), N, 1, N, K, nullptr, false,
+                                   k::gemm_sum::blocks);
+                        for (std::size_t j = 0; j < N; ++j) rows_alone = rows_alone && row[j] == Cb[i * ldc + j];
+                    }
+                    BOOST_TEST(rows_alone, "gemm blocks without FMA != row alone M=" << M << " N=" << N << " K=" << K);
+                }
             }
 }
 

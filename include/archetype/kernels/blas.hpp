@@ -611,15 +611,23 @@ constexpr bool use_packed(std::size_t M) noexcept {
     return W >= 16 ? M >= MR && (mpad - M) * 4 <= mpad : M >= 2 * MR;
 }
 
+/// gemm_sum::blocks runs the row-dot engine (GEMV's arithmetic) when multiply-add is
+/// not fused (see gemm_nt_any); the tests read this to know which engine ran.
+inline constexpr bool blocks_take_rowdot = !simd::fused_multiply_add;
+
 template <class TB>
 inline void gemm_nt_any(const float* A, std::size_t lda, const TB* B, std::size_t ldb, float* C,
                         std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, thread_pool* pool,
                         bool accumulate, gemm_sum sum = gemm_sum::chain) {
     if (M == 0 || N == 0) return;
     constexpr gemm_sum chain = gemm_sum::chain, blocks = gemm_sum::blocks;
+    // No fused multiply-add (the SSE2 baseline): each step of a packed block would
+    // round twice, and the blocks would lose the GEMV-like error they promise; the
+    // row-dot engine is GEMV's own arithmetic, so a batch asking for blocks gets it.
+    const bool rowdot_only = sum == blocks && blocks_take_rowdot;
     if (M == 1)
         rowdot<TB, 1, 2 * rd_nb>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
-    else if (!use_packed(M) || K < W)
+    else if (rowdot_only || !use_packed(M) || K < W)
         rowdot<TB, rd_ma, rd_nb>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);
     else if (M <= MC && sum == blocks)
         packed_gemm_small_m<TB, blocks>(A, lda, B, ldb, C, ldc, M, N, K, accumulate, pool);

@@ -24,6 +24,17 @@ inline constexpr std::size_t n_registers = 32;
 inline constexpr std::size_t n_registers = 16;
 #endif
 
+/// Whether xsimd::fma / fms is one fused operation, rounded once: x86 with FMA3 (the
+/// avx2 and avx512 levels, docs/isa.md) and aarch64. At the SSE2 baseline (the
+/// generic level) it is a rounded product and then a rounded sum, and the kernels
+/// whose accuracy rests on a single rounding change their arithmetic (blas.hpp's
+/// gemm_sum::blocks, wkv.hpp's product error).
+#if defined(__FMA__) || defined(__AVX512F__) || defined(__ARM_FEATURE_FMA) || defined(__aarch64__)
+inline constexpr bool fused_multiply_add = true;
+#else
+inline constexpr bool fused_multiply_add = false;
+#endif
+
 /// Largest lane (xsimd 8.1 has no horizontal max).
 inline float hmax(const fbatch& b) noexcept {
     alignas(64) float t[W];

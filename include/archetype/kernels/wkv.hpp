@@ -22,6 +22,7 @@
 
 #include "archetype/core/simd.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/simd_util.hpp"
 
 namespace archetype::kernels {
 
@@ -32,6 +33,24 @@ namespace detail {
 // state part is summed with an exact FMA product and a compensated TwoSum
 // addition; the two are added in double and rounded once.
 inline constexpr std::size_t wkv_block = 64;
+
+/// The rounding error of p = a * b (a * b - p exactly, barring overflow). One fused
+/// multiply-subtract where the hardware fuses; on a CPU without FMA (the SSE2
+/// baseline) xsimd's fms is a rounded product minus p, which loses the error, so
+/// Dekker's split does it in plain arithmetic: 4097 = 2^12 + 1 cuts each 24-bit
+/// significand into two halves whose products are exact.
+template <class B>
+inline B product_error(const B& a, const B& b, const B& p) noexcept {
+    if constexpr (simd::fused_multiply_add) {
+        return xsimd::fms(a, b, p);
+    } else {
+        const B split(4097.f);
+        const B ta = split * a, tb = split * b;
+        const B ah = ta - (ta - a), bh = tb - (tb - b);
+        const B al = a - ah, bl = b - bh;
+        return (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    }
+}
 
 // One head over n_tok tokens, all pointers already offset to the head.
 // B: a float batch whose size divides N, or void for the scalar path.
@@ -70,7 +89,7 @@ inline void wkv_head(std::size_t n_tok, std::size_t N, const float* r, const flo
                     for (std::size_t j = 0; j < nb; j += B::size) {
                         const B s = B::load_unaligned(Si + j);
                         const B p = rb * s;
-                        const B pe = xsimd::fms(rb, s, p);
+                        const B pe = product_error(rb, s, p);
                         const B a0 = B::load_aligned(acc + j);
                         const B sum = a0 + p;
                         const B z = sum - a0;
