@@ -110,10 +110,10 @@ inline std::string missing_for(level l, const cpu_features& f) {
         out += what;
     };
     auto v3 = [&] {
-        need(f.sse3, "sse3"), need(f.ssse3, "ssse3"), need(f.sse41, "sse4.1"), need(f.sse42, "sse4.2");
-        need(f.popcnt, "popcnt"), need(f.cx16, "cx16"), need(f.lahf, "lahf");
-        need(f.avx, "avx"), need(f.avx2, "avx2"), need(f.fma, "fma"), need(f.f16c, "f16c");
-        need(f.bmi1, "bmi1"), need(f.bmi2, "bmi2"), need(f.lzcnt, "lzcnt"), need(f.movbe, "movbe");
+        need(f.sse3, "sse3"); need(f.ssse3, "ssse3"); need(f.sse41, "sse4.1"); need(f.sse42, "sse4.2");
+        need(f.popcnt, "popcnt"); need(f.cx16, "cx16"); need(f.lahf, "lahf");
+        need(f.avx, "avx"); need(f.avx2, "avx2"); need(f.fma, "fma"); need(f.f16c, "f16c");
+        need(f.bmi1, "bmi1"); need(f.bmi2, "bmi2"); need(f.lzcnt, "lzcnt"); need(f.movbe, "movbe");
         need(f.os_ymm, "os-ymm-state");
     };
     switch (l) {
@@ -129,9 +129,9 @@ inline std::string missing_for(level l, const cpu_features& f) {
         break;
     case level::avx512:
         v3();
-        need(f.avx512f, "avx512f"), need(f.avx512bw, "avx512bw"), need(f.avx512vl, "avx512vl");
-        need(f.avx512dq, "avx512dq"), need(f.avx512cd, "avx512cd"), need(f.avx512vnni, "avx512vnni");
-        need(f.avx512vbmi, "avx512vbmi"), need(f.avx512bitalg, "avx512bitalg"), need(f.gfni, "gfni");
+        need(f.avx512f, "avx512f"); need(f.avx512bw, "avx512bw"); need(f.avx512vl, "avx512vl");
+        need(f.avx512dq, "avx512dq"); need(f.avx512cd, "avx512cd"); need(f.avx512vnni, "avx512vnni");
+        need(f.avx512vbmi, "avx512vbmi"); need(f.avx512bitalg, "avx512bitalg"); need(f.gfni, "gfni");
         need(f.os_zmm, "os-zmm-state");
         break;
     case level::neon: need(f.asimd, "asimd"); break;
