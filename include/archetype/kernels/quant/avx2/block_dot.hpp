@@ -73,6 +73,15 @@ inline __m256i udot(__m256i u, __m256i x) noexcept {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
 }
 
+/// Moves the linear prefetch cursor over the bytes one step of R rows consumes (see
+/// gemv.hpp, prefetch_ahead); a null cursor (a second token over rows now in L1) does nothing.
+template <std::size_t StepBytes>
+inline void prefetch_step(const std::uint8_t*& pf) noexcept {
+    if (!pf) return;
+    for (std::size_t o = 0; o < StepBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + o), _MM_HINT_T1);
+    pf += StepBytes;
+}
+
 } // namespace detail
 
 // Legacy 32-element blocks. `zero`: w = d * (u - zero); `min_at` >= 0: w = d * u + m
@@ -111,14 +120,16 @@ struct fmt_q5_1 {
     }
 };
 
-/// y[i] = row i . a for the R rows at w (row_bytes apart), nb blocks each.
+/// y[i] = row i . a for the R rows at w (row_bytes apart), nb blocks each; pf: the
+/// prefetch cursor (or null), advanced by the bytes each block step consumes.
 template <class F, int R>
-inline void dot_legacy(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a,
-                       float* y) noexcept {
+inline void dot_legacy(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
+                       const std::uint8_t* pf = nullptr) noexcept {
     __m256 acc[R];
     float extra[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), extra[r] = 0.f;
     for (std::size_t b = 0; b < nb; ++b) {
+        detail::prefetch_step<R * F::bytes>(pf);
         const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(a.q + 32 * b));
         const float dx = a.d[b];
         for (int r = 0; r < R; ++r) {
@@ -204,13 +215,15 @@ inline __m256i k6_block(const std::uint8_t* blk, const std::int8_t* x, const std
 
 } // namespace detail
 
-/// y[i] = row i . a for R rows of a K type, nb super-blocks each.
+/// y[i] = row i . a for R rows of a K type, nb super-blocks each; pf as in dot_legacy.
 template <class F, int R>
-inline void dot_k(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y) noexcept {
+inline void dot_k(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
+                  const std::uint8_t* pf = nullptr) noexcept {
     __m256 acc[R];
     float extra[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), extra[r] = 0.f;
     for (std::size_t b = 0; b < nb; ++b) {
+        detail::prefetch_step<R * F::bytes>(pf);
         const float dx = a.d[b];
         const std::int8_t* x = a.q + 256 * b;
         for (int r = 0; r < R; ++r) {
