@@ -30,12 +30,10 @@ inline std::string names_of(std::span<const level> ls) {
 inline level choose(std::span<const level> built, const cpu_features& cpu, const char* forced) {
     const std::string_view want = forced ? std::string_view(forced) : std::string_view();
     if (!want.empty()) {
-        std::string known;
-        for (level l : all_levels) known += (known.empty() ? "" : ", ") + std::string(name(l));
         const auto l = parse(want);
         if (!l)
-            throw argument_error("ARCHETYPE_ISA='" + std::string(want) + "' is not an instruction-set level (" + known +
-                                 ")");
+            throw argument_error("ARCHETYPE_ISA='" + std::string(want) + "' is not an instruction-set level (" +
+                                 detail::names_of(all_levels) + ")");
         bool in_build = false;
         for (level b : built) in_build = in_build || b == *l;
         if (!in_build)
