@@ -48,7 +48,7 @@ constexpr command commands[] = {
 };
 
 /// The commands that run as one pipeline over the ranks of an mpirun launch.
-bool pipelined(std::string_view name) { return name == "logits" || name == "generate" || name == "perplexity"; }
+[[maybe_unused]] bool pipelined(std::string_view name) { return name == "logits" || name == "generate" || name == "perplexity"; }
 
 /// mpirun (Open MPI, or a PMIx launcher) set this process's rank in its environment.
 bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }

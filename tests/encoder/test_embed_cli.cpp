@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(modern_bert_from_the_gguf_and_the_checkpoint) {
     const auto want = read_f32(dir + "/hidden_40.f32.bin");
     float ref = 1;
     for (float v : want) ref = std::max(ref, std::fabs(v));
-    for (const std::string model : {dir + "/model.gguf", dir + "/hf"}) {
+    for (const std::string& model : {dir + "/model.gguf", dir + "/hf"}) {
         BOOST_REQUIRE_EQUAL(run("embed --model " + model + " --tokens " + dir + "/tokens_40.i32.bin --pooling none "
                                 "--normalize -1 --threads 2 --out " + out), 0);
         const auto got = read_f32(out);

@@ -3,7 +3,8 @@
 #   test_tools.sh EXE crafted             hostile and odd inputs: status 1..63, one stderr line
 #   test_tools.sh EXE fixtures DIR        every fixture GGUF inspects; quantize + inspect
 set -u
-exe=$1; mode=$2; fixtures=${3:-}
+# $1: the program, or a command that runs it (a cross build: "qemu-aarch64 path"), split on blanks
+read -r -a exe <<<"$1"; mode=$2; fixtures=${3:-}
 tmp=$(mktemp -d /tmp/archetype-tools-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -11,7 +12,7 @@ fail() { echo "FAIL: $*"; fails=$((fails+1)); }
 
 # expect_error ARGS...: non-zero status below 64 (no signal, no hang), exactly one line on stderr
 expect_error() {
-  timeout 60 "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  timeout 60 "${exe[@]}" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
   local lines; lines=$(wc -l <"$tmp/err")
   if [ $rc -eq 0 ] || [ $rc -ge 64 ]; then fail "'$*' exited $rc"; fi
   if [ "$lines" -ne 1 ]; then fail "'$*' wrote $lines lines on stderr:"; cat "$tmp/err"; fi
@@ -19,7 +20,7 @@ expect_error() {
 }
 # expect_ok ARGS...: status 0; output in $tmp/out
 expect_ok() {
-  timeout 120 "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  timeout 120 "${exe[@]}" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
   if [ $rc -ne 0 ]; then fail "'$*' exited $rc: $(cat "$tmp/err")"; else echo "ok: $*"; fi
 }
 expect_line() { # REGEX: a line of the last output matches

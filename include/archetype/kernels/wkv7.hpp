@@ -25,11 +25,11 @@ namespace detail {
 /// sum_j x[j] * y[j] in double, as 8 interleaved partial sums added pairwise.
 inline double dot_f64(const float* x, const float* y, std::size_t n) noexcept {
     double acc[8] = {};
-    std::size_t j = 0;
-    for (; j + 8 <= n; j += 8)
+    const std::size_t body = n - n % 8;
+    for (std::size_t j = 0; j < body; j += 8)
         for (std::size_t u = 0; u < 8; ++u) acc[u] += double(x[j + u]) * double(y[j + u]);
     double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; j < n; ++j) s += double(x[j]) * double(y[j]);
+    for (std::size_t j = body; j < n; ++j) s += double(x[j]) * double(y[j]);
     return s;
 }
 } // namespace detail

@@ -232,6 +232,7 @@ void rwkv_forward(const rwkv_weights& W, std::span<const rwkv_segment> segs, con
             kernels::layer_norm(ws.emb_row.data(), W.ln0_w, W.ln0_b, x + i * C, C, hp.ln_eps);
         }
     } else {
+        if (!x_in) throw argument_error("rwkv_forward: a pipeline stage without the embedding needs its input rows (x_in)");
         std::memcpy(x, x_in, n * C * sizeof(float));
     }
     const std::size_t spl = hp.state_floats_per_layer();
