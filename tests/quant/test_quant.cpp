@@ -360,7 +360,7 @@ BOOST_AUTO_TEST_CASE(matmul_matches_dequantise_then_dot) {
                         // activation rounding (~1e-5, larger when a row's output nearly cancels) ...
                         BOOST_TEST(e < 5e-3, name(t) << " rows=" << rows << " cols=" << cols
                                                      << " n_tok=" << n_tok << " nmse " << e);
-#if defined(ARCHETYPE_QUANT_VNNI) || defined(ARCHETYPE_QUANT_AVX2)
+#if defined(ARCHETYPE_QUANT_VNNI) || defined(ARCHETYPE_QUANT_INT8)
                         // ... and against the same int8 activations and scales as llama.cpp's
                         // (scalar, in double) only the kernel's float rounding is left.
                         const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, ldx, n_tok, ldy);
@@ -381,16 +381,17 @@ BOOST_AUTO_TEST_CASE(matmul_matches_dequantise_then_dot) {
     }
 }
 
-#if defined(ARCHETYPE_QUANT_AVX2)
-// The AVX2 single-token kernels called directly (on an AVX-512 VNNI machine
-// kernels::matmul takes the VNNI path, so this is where they are checked there):
+#if defined(ARCHETYPE_QUANT_INT8)
+// The int8 row engine of this level (AVX2 or NEON) called directly (on an AVX-512
+// VNNI machine kernels::matmul takes the VNNI path, so this is where it is checked there):
 // ggml's numerics to float rounding for every block type, odd widths, strided x
 // and y, 1 and 3 tokens; bitwise the same for 1, 2 and 3 threads, a token alone
 // or in a batch, and a matrix alone or fused with others in one call.
-BOOST_AUTO_TEST_CASE(avx2_kernels_match_ggml_numerics) {
+BOOST_AUTO_TEST_CASE(int8_engine_matches_ggml_numerics) {
+    using engine = q::int8::level_engine;
     archetype::thread_pool p2(2), p3(3);
     for (ggml_type t : all_types) {
-        if (!q::avx2::handles(t)) continue;
+        if (!q::int8::handles(t)) continue;
         for (std::size_t cols : cols_for(t))
         for (std::size_t rows : {1, 6, 65}) {
             const auto w = random_rows(t, rows, cols, unsigned(rows * 7 + cols));
@@ -398,29 +399,29 @@ BOOST_AUTO_TEST_CASE(avx2_kernels_match_ggml_numerics) {
             const auto x = gaussian(n_tok * ldx, unsigned(cols + 1), 2.f);
             const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, ldx, n_tok, ldy);
             std::vector<float> y(n_tok * ldy, 0.f), y2(n_tok * ldy, 0.f), y3(n_tok * ldy, 0.f), y1(ldy, 0.f);
-            BOOST_TEST(q::avx2::matmul(t, w.data(), rows, cols, x.data(), ldx, n_tok, y.data(), ldy, nullptr));
+            BOOST_TEST(q::int8::matmul<engine>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y.data(), ldy, nullptr));
             const double e = nmse(y.data(), refq.data(), y.size());
             BOOST_TEST(e < 1e-12, name(t) << " " << rows << " x " << cols << " nmse vs ggml numerics " << e);
-            q::avx2::matmul(t, w.data(), rows, cols, x.data(), ldx, n_tok, y2.data(), ldy, &p2);
-            q::avx2::matmul(t, w.data(), rows, cols, x.data(), ldx, n_tok, y3.data(), ldy, &p3);
+            q::int8::matmul<engine>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y2.data(), ldy, &p2);
+            q::int8::matmul<engine>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y3.data(), ldy, &p3);
             BOOST_TEST(bits_equal(y, y2), name(t) << " " << rows << " x " << cols << " 1 vs 2 threads");
             BOOST_TEST(bits_equal(y, y3), name(t) << " " << rows << " x " << cols << " 1 vs 3 threads");
-            q::avx2::matmul(t, w.data(), rows, cols, x.data() + 2 * ldx, ldx, 1, y1.data(), ldy, &p2);
+            q::int8::matmul<engine>(t, w.data(), rows, cols, x.data() + 2 * ldx, ldx, 1, y1.data(), ldy, &p2);
             BOOST_TEST(std::memcmp(y1.data(), y.data() + 2 * ldy, rows * sizeof(float)) == 0,
                        name(t) << " " << rows << " x " << cols << " token alone vs in a batch");
             // the same matrix three times in one fused call, each part with its own rows offset
             std::vector<float> yf(3 * rows, -1.f);
-            const q::avx2::gemv_part parts[3] = {{w.data(), rows, yf.data(), rows},
+            const q::int8::gemv_part parts[3] = {{w.data(), rows, yf.data(), rows},
                                                  {w.data(), rows, yf.data() + rows, rows},
                                                  {w.data(), rows, yf.data() + 2 * rows, rows}};
-            q::avx2::gemv_parts(t, parts, 3, cols, x.data(), ldx, 1, &p3);
+            q::int8::gemv_parts<engine>(t, parts, 3, cols, x.data(), ldx, 1, &p3);
             for (std::size_t i = 0; i < 3; ++i)
                 BOOST_TEST(std::memcmp(yf.data() + i * rows, y.data(), rows * sizeof(float)) == 0,
                            name(t) << " " << rows << " x " << cols << " fused part " << i);
         }
     }
-    BOOST_TEST(!q::avx2::handles(ggml_type::F16));
-    BOOST_TEST(!q::avx2::matmul(ggml_type::BF16, nullptr, 1, 32, nullptr, 32, 1, nullptr, 1, nullptr));
+    BOOST_TEST(!q::int8::handles(ggml_type::F16));
+    BOOST_TEST(!q::int8::matmul<engine>(ggml_type::BF16, nullptr, 1, 32, nullptr, 32, 1, nullptr, 1, nullptr));
 }
 #endif
 
@@ -476,7 +477,7 @@ BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
                    name(t) << " cols " << cols << " batch of " << n_small << " vs one token at a time");
         BOOST_TEST(nmse(y1.data(), reference_matmul(t, w, rows, cols, x, cols, n_tok, rows).data(), y1.size()) < 1e-9,
                    name(t) << " cols " << cols << " batch of " << n_tok << " vs dequantise-then-dot");
-#if defined(ARCHETYPE_QUANT_VNNI) || defined(ARCHETYPE_QUANT_AVX2)
+#if defined(ARCHETYPE_QUANT_VNNI) || defined(ARCHETYPE_QUANT_INT8)
         if (archetype::traits_of(t).block_size > 1) {
             const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, cols, n_tok, rows);
             BOOST_TEST(nmse(ysep.data(), refq.data(), ysep.size()) < 1e-12, name(t) << " cols " << cols << " one token vs ggml numerics");

@@ -15,9 +15,10 @@
 //                    dequantised rows through the F32 GEMM: float activations, the
 //                    exact model's products to float rounding);
 //                    fewer tokens: quant/vnni.hpp (activations quantised to int8 once
-//                    per call, vpdpbusd on the blocks; AVX-512 VNNI), else
-//                    quant/avx2/gemv.hpp (the same int8 numerics, vpmaddubsw; AVX2 +
-//                    FMA + F16C), else quant/generic.hpp
+//                    per call, vpdpbusd on the blocks; AVX-512 VNNI), else the int8
+//                    row engine (quant/int8/: the same int8 numerics; avx2/ with
+//                    vpmaddubsw on AVX2 + FMA + F16C, neon/ with sdot or smull on
+//                    aarch64), else quant/generic.hpp
 //   Q4_0 / Q8_0, layout q4_0_x16 / q8_0_x16 (16-row interleaved,
 //                    quant/interleaved.hpp; made by the decoder loader): the same
 //                    panels, else quant/vnni.hpp's x16 kernels; bitwise the row
@@ -35,10 +36,10 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
-#include "archetype/kernels/quant/avx2/gemv.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/generic.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
+#include "archetype/kernels/quant/int8/level_engine.hpp"
 #include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/panels.hpp"
 #include "archetype/kernels/quant/vnni.hpp"
@@ -140,9 +141,9 @@ inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::s
 #if defined(ARCHETYPE_QUANT_VNNI)
         if (quant::vnni::matmul(W.type, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool)) return;
 #endif
-#if defined(ARCHETYPE_QUANT_AVX2)
+#if defined(ARCHETYPE_QUANT_INT8)
         if (W.layout == quant::weight_layout::rows &&
-            quant::avx2::matmul(W.type, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool))
+            quant::int8::matmul<quant::int8::level_engine>(W.type, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool))
             return;
 #endif
         break;
@@ -163,7 +164,7 @@ struct matmul_task {
 /// Independent products over the same n_tok rows. One token with every weight
 /// F16 (or every weight F32) runs them all in one dispatch (detail::gemv_many), and
 /// so does one token through one quantised type, width and x (vnni::gemv_many,
-/// avx2::gemv_parts):
+/// int8::gemv_parts):
 /// a decode step has several small projections of one input size (RWKV's
 /// r/k/v/g), and each separate dispatch pays a fork-join and a cold start of
 /// the weight stream. Otherwise, one matmul per task. Either way each output
@@ -193,18 +194,18 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
         if (same_x && quant::vnni::gemv_many(tasks[0].W->type, parts, tasks.size(), tasks[0].W->cols, tasks[0].x, pool))
             return;
     }
-#elif defined(ARCHETYPE_QUANT_AVX2)
-    // The same on AVX2: one dispatch, x quantised once (quant/avx2/gemv.hpp).
+#elif defined(ARCHETYPE_QUANT_INT8)
+    // The same with the int8 row engine: one dispatch, x quantised once (quant/int8/).
     if (fuse && tasks.size() <= 8 && tasks[0].W->layout == quant::weight_layout::rows &&
         traits_of(tasks[0].W->type).block_size > 1) {
         bool same_x = true;
-        quant::avx2::gemv_part parts[8];
+        quant::int8::gemv_part parts[8];
         for (std::size_t i = 0; i < tasks.size(); ++i) {
             same_x = same_x && tasks[i].x == tasks[0].x && tasks[i].W->cols == tasks[0].W->cols;
             parts[i] = {static_cast<const std::uint8_t*>(tasks[i].W->data), tasks[i].W->rows, tasks[i].y, tasks[i].ldy};
         }
-        if (same_x && quant::avx2::gemv_parts(tasks[0].W->type, parts, tasks.size(), tasks[0].W->cols, tasks[0].x,
-                                               tasks[0].ldx, 1, pool))
+        if (same_x && quant::int8::gemv_parts<quant::int8::level_engine>(tasks[0].W->type, parts, tasks.size(),
+                                                                          tasks[0].W->cols, tasks[0].x, tasks[0].ldx, 1, pool))
             return;
     }
 #endif

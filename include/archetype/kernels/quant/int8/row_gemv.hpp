@@ -1,36 +1,31 @@
 #pragma once
 // Quantised products of a few tokens (a decode step: fewer than
-// quant::panels::min_tokens) on AVX2 + FMA + F16C without AVX-512: each token's
-// activations are rounded to int8 once per call (avx2/activations.hpp, ggml's
-// rounding), then every weight row is dotted with them in integers
-// (avx2/block_dot.hpp). Rows are taken rows_per_step at a time and each group is
-// dotted with all the tokens while its bytes are in L1, so a weight byte is read
-// from memory once per call.
+// quant::panels::min_tokens) on int8 activations, for the levels whose kernels dot
+// a weight row's blocks with them (avx2/, neon/): each token's activations are
+// rounded to int8 once per call (int8/activations.hpp, ggml's rounding), then
+// every weight row is dotted with them in integers by the level's engine. Rows are
+// taken rows_per_step at a time and each group is dotted with all the tokens while
+// its bytes are in L1, so a weight byte is read from memory once per call.
+//
+// An engine (int8/row_dot.hpp) also has
+//   static constexpr std::size_t prefetch_ahead;   // bytes of the L2 prefetch cursor
 //
 // Work is split by output rows (over all the products of a fused call), and a
 // row's arithmetic does not depend on its neighbours: results are independent of
 // the thread count, of the batch size, and of fusing (tests/quant asserts bitwise).
-#include "archetype/kernels/quant/avx2/block_dot.hpp"
-
-#if defined(ARCHETYPE_QUANT_AVX2)
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/quant/int8/activations.hpp"
+#include "archetype/kernels/quant/int8/row_dot.hpp"
 
-namespace archetype::quant::avx2 {
+namespace archetype::quant::int8 {
 
 /// Rows dotted side by side: four accumulators and four weight streams.
 inline constexpr std::size_t rows_per_step = 4;
-
-/// Distance (bytes) of the linear prefetch cursor ahead of the rows being read, into
-/// L2. The rows a thread takes are one contiguous stream; left to the hardware
-/// prefetchers, four row streams read a block (18-24 bytes) at a time reached a third
-/// of the bus on a Zen 4 (session 18). The cursor of gemv_vnni.hpp (linear_ahead).
-inline constexpr std::size_t prefetch_ahead = 32768;
 
 /// One product of a call: W (rows x the call's cols, row layout), its outputs
 /// y[k * ldy + r] for token k.
@@ -41,6 +36,7 @@ struct gemv_part {
     std::size_t ldy;
 };
 
+/// The block types the int8 engines take.
 inline bool handles(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
@@ -51,17 +47,11 @@ inline bool handles(ggml_type t) noexcept {
 
 namespace detail {
 
-template <class F, int R>
-inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
-                     const std::uint8_t* pf) noexcept {
-    if constexpr (F::block == 256) dot_k<F, R>(w, row_bytes, nb, a, y, pf);
-    else dot_legacy<F, R>(w, row_bytes, nb, a, y, pf);
-}
-
-template <class F>
+template <class Engine, ggml_type T>
 inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, const act_buffer& acts,
                 std::size_t n_tok, thread_pool* pool) {
-    const std::size_t nb = cols / F::block, row_bytes = nb * F::bytes;
+    constexpr auto tr = traits_of(T);
+    const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
     std::size_t total = 0;
     for (std::size_t p = 0; p < n_parts; ++p) total += parts[p].rows;
     auto work = [&](std::size_t begin, std::size_t end) {
@@ -76,12 +66,12 @@ inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, c
                     const act_row a = acts.row(k);
                     // the first token streams the rows in: prefetch ahead of it (a prefetch
                     // past the matrix is harmless); the others find them in L1
-                    const std::uint8_t* pf = k == 0 ? w + prefetch_ahead : nullptr;
+                    const std::uint8_t* pf = k == 0 ? w + Engine::prefetch_ahead : nullptr;
                     switch (n) {
-                    case 4: dot_rows<F, 4>(w, row_bytes, nb, a, out, pf); break;
-                    case 3: dot_rows<F, 3>(w, row_bytes, nb, a, out, pf); break;
-                    case 2: dot_rows<F, 2>(w, row_bytes, nb, a, out, pf); break;
-                    default: dot_rows<F, 1>(w, row_bytes, nb, a, out, pf); break;
+                    case 4: dot_rows<Engine, T, 4>(w, row_bytes, nb, a, out, pf); break;
+                    case 3: dot_rows<Engine, T, 3>(w, row_bytes, nb, a, out, pf); break;
+                    case 2: dot_rows<Engine, T, 2>(w, row_bytes, nb, a, out, pf); break;
+                    default: dot_rows<Engine, T, 1>(w, row_bytes, nb, a, out, pf); break;
                     }
                     std::copy(out, out + n, parts[p].y + k * parts[p].ldy + r);
                 }
@@ -92,42 +82,39 @@ inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, c
     else work(0, total);
 }
 
-template <class Fn>
-inline void with_format(ggml_type t, Fn&& fn) {
-    switch (t) {
-    case ggml_type::Q8_0: fn(fmt_q8_0{}); break;
-    case ggml_type::Q4_0: fn(fmt_q4_0{}); break;
-    case ggml_type::Q4_1: fn(fmt_q4_1{}); break;
-    case ggml_type::Q5_0: fn(fmt_q5_0{}); break;
-    case ggml_type::Q5_1: fn(fmt_q5_1{}); break;
-    case ggml_type::Q4_K: fn(fmt_q4_K{}); break;
-    case ggml_type::Q5_K: fn(fmt_q5_K{}); break;
-    case ggml_type::Q6_K: fn(fmt_q6_K{}); break;
-    default: break;
-    }
-}
-
 } // namespace detail
 
 /// The products of n_parts matrices of one type and width with the same n_tok
-/// tokens x (leading dim ldx); false (nothing done) for a type this path lacks.
+/// tokens x (leading dim ldx); false (nothing done) for a type the engines lack.
 /// cols must be a multiple of the type's block size (kernels::matmul checks it).
-inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_parts, std::size_t cols, const float* x,
-                       std::size_t ldx, std::size_t n_tok, thread_pool* pool) {
+template <class Engine>
+inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_parts, std::size_t cols,
+                       const float* x, std::size_t ldx, std::size_t n_tok, thread_pool* pool) {
     if (!handles(type)) return false;
     act_buffer acts(act_format_for(type), cols, n_tok);
     for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
-    detail::with_format(type, [&](auto f) { detail::run<decltype(f)>(parts, n_parts, cols, acts, n_tok, pool); });
+    using ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1, ggml_type::Q4_K,
+        ggml_type::Q5_K, ggml_type::Q6_K;
+    switch (type) {
+    case Q8_0: detail::run<Engine, Q8_0>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q4_0: detail::run<Engine, Q4_0>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q4_1: detail::run<Engine, Q4_1>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q5_0: detail::run<Engine, Q5_0>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q5_1: detail::run<Engine, Q5_1>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q4_K: detail::run<Engine, Q4_K>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q5_K: detail::run<Engine, Q5_K>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q6_K: detail::run<Engine, Q6_K>(parts, n_parts, cols, acts, n_tok, pool); break;
+    default: break;
+    }
     return true;
 }
 
 /// y = x * W^T for n_tok tokens, W in the row layout.
-inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x, std::size_t ldx,
-                   std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+template <class Engine>
+inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
+                   std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
     const gemv_part part{static_cast<const std::uint8_t*>(W), rows, y, ldy};
-    return gemv_parts(type, &part, 1, cols, x, ldx, n_tok, pool);
+    return gemv_parts<Engine>(type, &part, 1, cols, x, ldx, n_tok, pool);
 }
 
-} // namespace archetype::quant::avx2
-
-#endif
+} // namespace archetype::quant::int8

@@ -1,9 +1,10 @@
 #pragma once
 // One token's activations rounded to int8 the way ggml's CPU backend rounds them
-// for the weight type's vec_dot_type (Q8_0, Q8_1 or Q8_K), laid out for the AVX2
-// single-token kernels (avx2/gemv.hpp): the quants contiguous and 32-byte
-// aligned, one float scale per block, and the integer sums the kernels need to
-// fold a weight format's zero point or min out of the integer dot product:
+// for the weight type's vec_dot_type (Q8_0, Q8_1 or Q8_K), laid out for the
+// single-token int8 kernels of every level (int8/row_gemv.hpp: avx2/, neon/): the
+// quants contiguous and 32-byte aligned, one float scale per block, and the integer
+// sums the kernels need to fold a weight format's zero point or min out of the
+// integer dot product:
 //   sum32[b]  sum of the quants of 32-element block b (every format);
 //   s[b]      Q8_1's fp16 value of d * sum(q) (ggml's `s`, used with Q4_1 / Q5_1 mins);
 //   sum16[i]  sum of the quants of 16-element group i (Q8_K's bsums).
@@ -20,7 +21,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/half.hpp"
 
-namespace archetype::quant::avx2 {
+namespace archetype::quant::int8 {
 
 enum class act_format { q8_0, q8_1, q8_K };
 
@@ -117,4 +118,4 @@ private:
     std::vector<std::int32_t> sum32_, sum16_;
 };
 
-} // namespace archetype::quant::avx2
+} // namespace archetype::quant::int8

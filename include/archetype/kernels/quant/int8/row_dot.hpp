@@ -1,0 +1,90 @@
+#pragma once
+// The float side of the int8 engines' row dots, the same at every level (avx2/,
+// neon/): R rows of one block type dotted with one token's int8 activations
+// (int8/activations.hpp), each activation block loaded once for R independent
+// accumulators. Per block and row:
+//     acc   = fma(float(integer lanes), dw * dx, acc)          (the level's lanes)
+//     extra = fma(zero-point or min term, ..., extra)          (scalar)
+//     y     = hsum(acc) + extra
+// the same instructions whatever rows a row is grouped with, so a row's output does
+// not depend on the thread count or on fusing. The integer side is the engine's.
+//
+// An engine E (avx2::engine, neon::engine) has
+//   lanes; zero(); fma(int lanes, float scale, lanes acc); hsum(lanes) -> float
+//   load_x(const std::int8_t* q): one 32-element activation block as idot takes it
+//   f16(const std::uint8_t* p): the fp16 at p as float
+//   prefetch_step<Bytes>(const std::uint8_t*& pf): prefetch ahead, move the cursor
+//       (null: nothing; int8/row_gemv.hpp, Engine::prefetch_ahead)
+//   fmt<T> for the 32-element types: `zero` (w = d * (u - zero)), `min_at` (>= 0:
+//       w = d * u + m, m the fp16 at that byte), idot(block, x) -> integer lanes
+//   k45_block<Five>(blk, x, sc) (sc: the 8 decoded 6-bit scales), k6_block(blk, x) ->
+//       the integer lanes of a K super-block, each sub-block's products times its scale;
+//       the mins' and the zero's terms are scalar, here (see avx2/engine.hpp)
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "archetype/core/dtype.hpp"
+#include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/int8/activations.hpp"
+
+namespace archetype::quant::int8 {
+
+/// y[i] = row i . a for the R rows of type T at w (row_bytes apart), nb blocks each;
+/// pf: the prefetch cursor (or null), advanced by the bytes each block step consumes.
+template <class E, ggml_type T, int R>
+inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
+                     const std::uint8_t* pf) noexcept {
+    constexpr auto tr = traits_of(T);
+    typename E::lanes acc[R];
+    float extra[R];
+    for (int r = 0; r < R; ++r) acc[r] = E::zero(), extra[r] = 0.f;
+    for (std::size_t b = 0; b < nb; ++b) {
+        E::template prefetch_step<R * tr.type_size>(pf);
+        const float dx = a.d[b];
+        if constexpr (tr.block_size == 32) {
+            using F = typename E::template fmt<T>;
+            const auto x = E::load_x(a.q + 32 * b);
+            for (int r = 0; r < R; ++r) {
+                const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
+                const float dwx = E::f16(blk) * dx;
+                acc[r] = E::fma(F::idot(blk, x), dwx, acc[r]);
+                if constexpr (F::min_at >= 0) extra[r] = std::fma(E::f16(blk + F::min_at), a.s[b], extra[r]);
+                else if constexpr (F::zero != 0) extra[r] = std::fma(dwx, float(-F::zero * a.sum32[b]), extra[r]);
+            }
+        } else {
+            const std::int8_t* x = a.q + 256 * b;
+            for (int r = 0; r < R; ++r) {
+                const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
+                std::int32_t corr;
+                float dwx, cx;
+                if constexpr (T == ggml_type::Q6_K) {
+                    // u = q + 32: the zero's term -32 * sum_k scale_k * sum16_k
+                    const auto* sc = reinterpret_cast<const std::int8_t*>(blk + 192);
+                    std::int32_t z = 0;
+                    for (std::size_t k = 0; k < 16; ++k) z += std::int32_t(sc[k]) * a.sum16[16 * b + k];
+                    corr = -32 * z;
+                    dwx = E::f16(blk + 208) * dx;
+                    cx = dwx;
+                    acc[r] = E::fma(E::k6_block(blk, x), dwx, acc[r]);
+                } else {
+                    // w = d * sc_j * u - dmin * m_j: the mins' term -dmin * sum_j m_j * sum32_j
+                    std::uint8_t sc[8], m[8];
+                    std::int32_t ms = 0;
+                    for (std::size_t j = 0; j < 8; ++j) {
+                        scale_min_k4(j, blk + 4, sc[j], m[j]);
+                        ms += std::int32_t(m[j]) * a.sum32[8 * b + j];
+                    }
+                    corr = ms;
+                    dwx = E::f16(blk) * dx;
+                    cx = -(E::f16(blk + 2) * dx);
+                    acc[r] = E::fma(E::template k45_block<T == ggml_type::Q5_K>(blk, x, sc), dwx, acc[r]);
+                }
+                extra[r] = std::fma(cx, float(corr), extra[r]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r) y[r] = E::hsum(acc[r]) + extra[r];
+}
+
+} // namespace archetype::quant::int8
