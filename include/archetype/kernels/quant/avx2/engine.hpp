@@ -25,7 +25,6 @@
 
 namespace archetype::quant::avx2 {
 
-
 namespace detail {
 
 inline __m256i load32(const std::uint8_t* p) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -148,19 +147,19 @@ struct engine {
     /// Q6_K super-block: sum over the 16 sub-blocks of scale_k * (u . x) with u = q + 32.
     static __m256i k6_block(const std::uint8_t* blk, const std::int8_t* x) noexcept {
         const auto* sc = reinterpret_cast<const std::int8_t*>(blk + 192);
-        const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+        const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
         __m256i sum = _mm256_setzero_si256();
         for (std::size_t h = 0; h < 2; ++h) {
             const __m256i ql0 = detail::load32(blk + 64 * h), ql1 = detail::load32(blk + 64 * h + 32);
             const __m256i qh = detail::load32(blk + 128 + 32 * h);
             const __m256i u[4] = {
-                _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, two), 4)),
+                _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, three), 4)),
                 _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two), 4)),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), three), 4)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two), 4)),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), three), 4)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two), 4)),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), three), 4)),
             };
             for (std::size_t q = 0; q < 4; ++q) {
                 const std::size_t k = 8 * h + 2 * q; // the first of the two 16-element sub-blocks
