@@ -58,6 +58,7 @@ BOOST_AUTO_TEST_CASE(detection_agrees_with_gccs_cpu_probe) {
     BOOST_TEST((f.avx512vnni && f.os_zmm) == bool(__builtin_cpu_supports("avx512vnni")));
     BOOST_TEST((f.avx512vbmi && f.os_zmm) == bool(__builtin_cpu_supports("avx512vbmi")));
     BOOST_TEST(f.gfni == bool(__builtin_cpu_supports("gfni")));
+    BOOST_TEST((f.avxvnni && f.os_ymm) == bool(__builtin_cpu_supports("avxvnni")));
     // the x86-64 micro-architecture levels as GCC defines them
     BOOST_TEST(isa::runs(level::avx2, f) == bool(__builtin_cpu_supports("x86-64-v3")));
     if (isa::runs(level::avx512, f)) BOOST_TEST(bool(__builtin_cpu_supports("x86-64-v4")));
@@ -126,4 +127,22 @@ BOOST_AUTO_TEST_CASE(a_build_the_cpu_cannot_run_is_refused_with_what_it_lacks) {
     BOOST_TEST(why.find("this CPU runs none of this build's instruction-set levels (avx512 needs avx512f") !=
                    std::string::npos,
                why);
+}
+
+// The avxvnni level sits between avx2 and avx512: taken by a CPU with AVX-VNNI but
+// without the avx512 level (Alder Lake), never over avx512, refused by name without it.
+BOOST_AUTO_TEST_CASE(avxvnni_is_chosen_between_avx2_and_avx512) {
+    constexpr level all_x86[] = {level::generic, level::avx2, level::avxvnni, level::avx512};
+    auto alder_lake = v3_cpu();
+    alder_lake.avxvnni = true;
+    BOOST_TEST((isa::choose(all_x86, alder_lake, nullptr) == level::avxvnni));
+    BOOST_TEST((isa::choose(all_x86, v3_cpu(), nullptr) == level::avx2));
+    auto sapphire_rapids = v4_cpu();
+    sapphire_rapids.avxvnni = true;
+    BOOST_TEST((isa::choose(all_x86, sapphire_rapids, nullptr) == level::avx512));
+    BOOST_TEST((isa::choose(all_x86, sapphire_rapids, "avxvnni") == level::avxvnni));
+    BOOST_TEST(isa::missing_for(level::avxvnni, v4_cpu()) == "avx-vnni");
+    const std::string lacking = refusal(all_x86, v3_cpu(), "avxvnni");
+    BOOST_TEST(lacking.find("ARCHETYPE_ISA=avxvnni: this CPU cannot run it (it lacks avx-vnni)") != std::string::npos,
+               lacking);
 }

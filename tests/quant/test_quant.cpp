@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "archetype/core/error.hpp"
@@ -382,46 +383,63 @@ BOOST_AUTO_TEST_CASE(matmul_matches_dequantise_then_dot) {
 }
 
 #if defined(ARCHETYPE_QUANT_INT8)
-// The int8 row engine of this level (AVX2 or NEON) called directly (on an AVX-512
-// VNNI machine kernels::matmul takes the VNNI path, so this is where it is checked there):
-// ggml's numerics to float rounding for every block type, odd widths, strided x
-// and y, 1 and 3 tokens; bitwise the same for 1, 2 and 3 threads, a token alone
-// or in a batch, and a matrix alone or fused with others in one call.
-BOOST_AUTO_TEST_CASE(int8_engine_matches_ggml_numerics) {
-    using engine = q::int8::level_engine;
+namespace {
+// One int8 row engine E called directly: ggml's numerics to float rounding for every
+// block type, odd widths, strided x and y, 1 and 3 tokens; bitwise the same for 1, 2
+// and 3 threads, a token alone or in a batch, and a matrix alone or fused with others
+// in one call. Returns the 3-token outputs of every case, in order.
+template <class E>
+std::vector<float> check_int8_engine(const char* engine_name) {
     archetype::thread_pool p2(2), p3(3);
+    std::vector<float> all;
     for (ggml_type t : all_types) {
         if (!q::int8::handles(t)) continue;
         for (std::size_t cols : cols_for(t))
         for (std::size_t rows : {1, 6, 65}) {
+            BOOST_TEST_CONTEXT(engine_name << " " << name(t) << " " << rows << " x " << cols) {
             const auto w = random_rows(t, rows, cols, unsigned(rows * 7 + cols));
             const std::size_t n_tok = 3, ldx = cols + 5, ldy = rows + 3;
             const auto x = gaussian(n_tok * ldx, unsigned(cols + 1), 2.f);
             const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, ldx, n_tok, ldy);
             std::vector<float> y(n_tok * ldy, 0.f), y2(n_tok * ldy, 0.f), y3(n_tok * ldy, 0.f), y1(ldy, 0.f);
-            BOOST_TEST(q::int8::matmul<engine>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y.data(), ldy, nullptr));
+            BOOST_TEST(q::int8::matmul<E>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y.data(), ldy, nullptr));
             const double e = nmse(y.data(), refq.data(), y.size());
-            BOOST_TEST(e < 1e-12, name(t) << " " << rows << " x " << cols << " nmse vs ggml numerics " << e);
-            q::int8::matmul<engine>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y2.data(), ldy, &p2);
-            q::int8::matmul<engine>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y3.data(), ldy, &p3);
-            BOOST_TEST(bits_equal(y, y2), name(t) << " " << rows << " x " << cols << " 1 vs 2 threads");
-            BOOST_TEST(bits_equal(y, y3), name(t) << " " << rows << " x " << cols << " 1 vs 3 threads");
-            q::int8::matmul<engine>(t, w.data(), rows, cols, x.data() + 2 * ldx, ldx, 1, y1.data(), ldy, &p2);
-            BOOST_TEST(std::memcmp(y1.data(), y.data() + 2 * ldy, rows * sizeof(float)) == 0,
-                       name(t) << " " << rows << " x " << cols << " token alone vs in a batch");
+            BOOST_TEST(e < 1e-12, "nmse vs ggml numerics " << e);
+            q::int8::matmul<E>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y2.data(), ldy, &p2);
+            q::int8::matmul<E>(t, w.data(), rows, cols, x.data(), ldx, n_tok, y3.data(), ldy, &p3);
+            BOOST_TEST(bits_equal(y, y2), "1 vs 2 threads");
+            BOOST_TEST(bits_equal(y, y3), "1 vs 3 threads");
+            q::int8::matmul<E>(t, w.data(), rows, cols, x.data() + 2 * ldx, ldx, 1, y1.data(), ldy, &p2);
+            BOOST_TEST(std::memcmp(y1.data(), y.data() + 2 * ldy, rows * sizeof(float)) == 0, "token alone vs in a batch");
             // the same matrix three times in one fused call, each part with its own rows offset
             std::vector<float> yf(3 * rows, -1.f);
             const q::int8::gemv_part parts[3] = {{w.data(), rows, yf.data(), rows},
                                                  {w.data(), rows, yf.data() + rows, rows},
                                                  {w.data(), rows, yf.data() + 2 * rows, rows}};
-            q::int8::gemv_parts<engine>(t, parts, 3, cols, x.data(), ldx, 1, &p3);
+            q::int8::gemv_parts<E>(t, parts, 3, cols, x.data(), ldx, 1, &p3);
             for (std::size_t i = 0; i < 3; ++i)
-                BOOST_TEST(std::memcmp(yf.data() + i * rows, y.data(), rows * sizeof(float)) == 0,
-                           name(t) << " " << rows << " x " << cols << " fused part " << i);
+                BOOST_TEST(std::memcmp(yf.data() + i * rows, y.data(), rows * sizeof(float)) == 0, "fused part " << i);
+            all.insert(all.end(), y.begin(), y.end());
+            }
         }
     }
     BOOST_TEST(!q::int8::handles(ggml_type::F16));
-    BOOST_TEST(!q::int8::matmul<engine>(ggml_type::BF16, nullptr, 1, 32, nullptr, 32, 1, nullptr, 1, nullptr));
+    BOOST_TEST(!q::int8::matmul<E>(ggml_type::BF16, nullptr, 1, 32, nullptr, 32, 1, nullptr, 1, nullptr));
+    return all;
+}
+} // namespace
+
+// The int8 row engine of this level (AVX2, AVX-VNNI or NEON; on an AVX-512 VNNI
+// machine kernels::matmul takes the VNNI path, so this is where it is checked there).
+BOOST_AUTO_TEST_CASE(int8_engine_matches_ggml_numerics) {
+    const auto y = check_int8_engine<q::int8::level_engine>("level engine");
+    BOOST_TEST(!y.empty());
+#if defined(ARCHETYPE_QUANT_AVXVNNI)
+    // vpdpbusd and vpmaddubsw + vpmaddwd sum the same exact integers: the AVX2 engine
+    // built here gives bitwise the AVX-VNNI engine's outputs
+    static_assert(std::is_same_v<q::int8::level_engine, q::avxvnni::engine>);
+    BOOST_TEST(bits_equal(check_int8_engine<q::avx2::engine>("avx2 engine"), y));
+#endif
 }
 #endif
 

@@ -8,7 +8,9 @@
 //   avx2      -march=x86-64-v3       + SSE3/SSSE3/SSE4.1/4.2, POPCNT, CX16, LAHF (v2)
 //                                    + AVX, AVX2, FMA, F16C, BMI1, BMI2, LZCNT, MOVBE (v3)
 //                                    and the OS saving YMM state (XCR0)
-//   avxvnni   (reserved: AVX2 + VEX AVX-VNNI kernels; no build has them yet)
+//   avxvnni   -march=x86-64-v3 -mavxvnni
+//                                    + AVX-VNNI (VEX vpdpbusd: Alder Lake, Sapphire
+//                                    Rapids, Zen 5)
 //   avx512    -march=x86-64-v4 -mavx512vnni -mavx512vbmi -mavx512bitalg -mgfni
 //                                    + AVX-512 F/BW/VL/DQ/CD (v4), VNNI, VBMI, BITALG,
 //                                    GFNI, and the OS saving ZMM/opmask state
@@ -50,6 +52,8 @@ constexpr level compiled_level() noexcept {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
     defined(__AVX512VBMI__) && defined(__AVX512BITALG__) && defined(__GFNI__) && defined(__F16C__)
     return level::avx512;
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__AVXVNNI__)
+    return level::avxvnni;
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     return level::avx2;
 #elif defined(__aarch64__)

@@ -3,11 +3,12 @@
 // the float side, int8/row_gemv.hpp the rows and threads): the products of a
 // quantised weight block with a token's int8 activations (int8/activations.hpp).
 //
-// Each 32-element format fmt<T> has `idot(block, xq)`: the integer products of one
-// block, eight int32 lanes. The weights enter vpmaddubsw as unsigned values
-// u = w + zero (nibbles as stored); the zero point and the Q4_1 / Q5_1 / K-type mins
-// are folded out afterwards through the activations' integer sums, so no per-block
-// sign trick is needed. Every intermediate fits: a vpmaddubsw pair is at most
+// Each 32-element format fmt<T, P> has `idot(block, xq)`: the integer products of one
+// block, eight int32 lanes, summed in fours by the products P (madd_products here:
+// vpmaddubsw then vpmaddwd; avxvnni/engine.hpp's: vpdpbusd). The weights enter as
+// unsigned values u = w + zero (nibbles as stored); the zero point and the Q4_1 /
+// Q5_1 / K-type mins are folded out afterwards through the activations' integer sums,
+// so no per-block sign trick is needed. Every intermediate fits: a vpmaddubsw pair is at most
 // 2 * 63 * 127 < 2^15 (Q8_0 takes |w| and sign(x, w) instead: 2 * 128 * 127 < 2^15).
 // Against ggml's numerics (reference::dot_row in double) only float rounding is
 // left (tests/quant: nmse < 1e-12).
@@ -46,54 +47,61 @@ inline __m256i high_bits(const std::uint8_t* p) noexcept {
     return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, bit), _mm256_set1_epi8(0x10));
 }
 
-/// Unsigned weights u times signed activations x, pairs then quadruples: 8 int32 lanes.
-inline __m256i udot(__m256i u, __m256i x) noexcept {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
-}
-
 } // namespace detail
+
+/// Unsigned weights u times signed activations x, summed in fours: 8 int32 lanes. AVX2
+/// has no such instruction: vpmaddubsw sums pairs into int16 (never saturating here,
+/// see above), vpmaddwd by ones the pairs of pairs.
+struct madd_products {
+    static __m256i udot(__m256i u, __m256i x) noexcept {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+    }
+};
 
 // The 32-element formats. `zero`: w = d * (u - zero); `min_at` >= 0: w = d * u + m
 // with m the fp16 at that byte (then the activations' s carries the min's term).
-template <ggml_type T> struct fmt;
-template <> struct fmt<ggml_type::Q8_0> {
+template <ggml_type T, class P> struct fmt;
+template <class P> struct fmt<ggml_type::Q8_0, P> {
     static constexpr int zero = 0, min_at = -1;
+    // w . x = |w| . sign(x, w): unsigned times signed
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
         const __m256i w = detail::load32(b + 2);
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)),
-                                 _mm256_set1_epi16(1));
+        return P::udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     }
 };
-template <> struct fmt<ggml_type::Q4_0> {
+template <class P> struct fmt<ggml_type::Q4_0, P> {
     static constexpr int zero = 8, min_at = -1;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return detail::udot(detail::nibbles(b + 2), x); }
+    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return P::udot(detail::nibbles(b + 2), x); }
 };
-template <> struct fmt<ggml_type::Q4_1> {
+template <class P> struct fmt<ggml_type::Q4_1, P> {
     static constexpr int zero = 0, min_at = 2;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return detail::udot(detail::nibbles(b + 4), x); }
+    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return P::udot(detail::nibbles(b + 4), x); }
 };
-template <> struct fmt<ggml_type::Q5_0> {
+template <class P> struct fmt<ggml_type::Q5_0, P> {
     static constexpr int zero = 16, min_at = -1;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        return detail::udot(_mm256_or_si256(detail::nibbles(b + 6), detail::high_bits(b + 2)), x);
+        return P::udot(_mm256_or_si256(detail::nibbles(b + 6), detail::high_bits(b + 2)), x);
     }
 };
-template <> struct fmt<ggml_type::Q5_1> {
+template <class P> struct fmt<ggml_type::Q5_1, P> {
     static constexpr int zero = 0, min_at = 2;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        return detail::udot(_mm256_or_si256(detail::nibbles(b + 8), detail::high_bits(b + 4)), x);
+        return P::udot(_mm256_or_si256(detail::nibbles(b + 8), detail::high_bits(b + 4)), x);
     }
 };
 
-/// The engine of int8/row_dot.hpp and int8/row_gemv.hpp on AVX2.
-struct engine {
+/// The engine of int8/row_dot.hpp and int8/row_gemv.hpp on AVX2, with the products P
+/// of the 32-element formats. The K types' sub-blocks keep vpmaddubsw + vpmaddwd at
+/// every level: the vpmaddwd multiplies by the sub-block's scale in the same step.
+template <class P>
+struct basic_engine {
     /// Distance (bytes) of the linear prefetch cursor ahead of the rows being read, into
     /// L2. The rows a thread takes are one contiguous stream; left to the hardware
     /// prefetchers, four row streams read a block (18-24 bytes) at a time reached a third
     /// of the bus on a Zen 4 (session 18). The cursor of gemv_vnni.hpp (linear_ahead).
     static constexpr std::size_t prefetch_ahead = 32768;
 
-    template <ggml_type T> using fmt = avx2::fmt<T>;
+    template <ggml_type T> using fmt = avx2::fmt<T, P>;
     using lanes = __m256;
     static lanes zero() noexcept { return _mm256_setzero_ps(); }
     static lanes fma(__m256i s, float scale, lanes acc) noexcept {
@@ -171,6 +179,8 @@ struct engine {
         return sum;
     }
 };
+
+using engine = basic_engine<madd_products>;
 
 } // namespace archetype::quant::avx2
 
