@@ -27,7 +27,7 @@ objdump -d -C --no-show-raw-insn "$prog" | awk '
   # vpdpbusd / vpdpwssd, allowed at the avxvnni level alone
   lvl == "avxvnni" && /\t\{vex\} vpdp(busd|wssd)s?[ \t]/ { next }
   (lvl == "avx2" || lvl == "avxvnni") && /\{vex\}|%zmm|%[xy]mm(1[6-9]|2[0-9]|3[01])|%k[0-7]|\{k[1-7]\}|\t(vpternlog|vpermt2|vpermi2|vpcompress|vpexpand|vpdpbusd|vpdpwssd|vprol|vpror|vpsraq|vpabsq|vpmov(s|us)?(qb|qw|qd|db|dw|wb)[ \t]|vpmovm2|vpmov[bwdq]2m|vrange|vrndscale|vgetexp|vscalef|vfixupimm|vcvtusi|vcvtudq|vcvtuqq|vplzcnt|vpconflict|valign|vgf2p8)/ {
-    if (!(fn in bad)) { bad[fn] = 1; nb++; print lvl " function with an AVX-512 instruction: " fn; print "   " $0 }
+    if (!(fn in bad)) { bad[fn] = 1; nb++; print lvl " function with a higher-level instruction: " fn; print "   " $0 }
   }
   END {
     printf "functions read: generic %d, avx2 %d, avxvnni %d; with a higher instruction: %d\n", n["generic"], n["avx2"], n["avxvnni"], nb

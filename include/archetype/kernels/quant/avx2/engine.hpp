@@ -8,8 +8,8 @@
 // vpmaddubsw then vpmaddwd; avxvnni/engine.hpp's: vpdpbusd). The weights enter as
 // unsigned values u = w + zero (nibbles as stored); the zero point and the Q4_1 /
 // Q5_1 / K-type mins are folded out afterwards through the activations' integer sums,
-// so no per-block sign trick is needed. Every intermediate fits: a vpmaddubsw pair is at most
-// 2 * 63 * 127 < 2^15 (Q8_0 takes |w| and sign(x, w) instead: 2 * 128 * 127 < 2^15).
+// so no per-block sign trick is needed. Every intermediate fits: a vpmaddubsw pair is
+// at most 2 * 63 * 127 < 2^15 (Q8_0 takes |w| and sign(x, w): 2 * 128 * 127 < 2^15).
 // Against ggml's numerics (reference::dot_row in double) only float rounding is
 // left (tests/quant: nmse < 1e-12).
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
