@@ -15,6 +15,7 @@
 #                          and run the kernel, quant and fixture suites under qemu-aarch64
 #                          (CI sets this; needs g++-aarch64-linux-gnu, qemu-user and
 #                          libboost-test1.74-dev:arm64)
+#   ARCHETYPE_BENCHMARKS=0 configure the main build without the benchmarks (CI sets this)
 #   ARCHETYPE_SANITIZE=1   also build the tests under ASan+UBSan (build-asan) and
 #                          run them, and the concurrency suite under TSan with
 #                          clang-14 (build-tsan) (CI sets this)
@@ -58,7 +59,9 @@ PY
 }
 
 if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" --buildtype=release ${ARCHETYPE_MODELS_DIR:+-Dmodels_dir=$ARCHETYPE_MODELS_DIR} ||
+  # ARCHETYPE_BENCHMARKS=0 (.ci/run): the benchmarks, which no test runs, are not built
+  meson setup "$BUILD" --buildtype=release ${ARCHETYPE_MODELS_DIR:+-Dmodels_dir=$ARCHETYPE_MODELS_DIR} \
+    $([ "${ARCHETYPE_BENCHMARKS:-1}" = 0 ] && echo -Dbenchmarks=false) ||
     { total_fail=1; finish; }
 fi
 if ! ninja -C "$BUILD" -j "$JOBS"; then
@@ -147,7 +150,9 @@ fi
 if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
   SAN=${BUILD}-asan
   if [ ! -f "$SAN/build.ninja" ]; then
-    meson setup "$SAN" --buildtype=debugoptimized -Db_sanitize=address,undefined \
+    # -O2 with assertions, without debug info (its cost in compile time and memory is
+    # large for these template-heavy TUs; reports still name the functions)
+    meson setup "$SAN" -Doptimization=2 -Ddebug=false -Db_ndebug=false -Db_sanitize=address,undefined \
       -Dbenchmarks=false -Dexamples=false -Dcli_decoders=false -Dmpi=disabled -Dcpp_args=-fno-sanitize-recover=undefined ||
       { total_fail=$((total_fail + 1)); finish; }
   fi
