@@ -32,6 +32,7 @@
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/compiled.hpp"
 #include "archetype/kernels/row_scores.hpp"
 #include "archetype/kernels/simd_util.hpp"
 #include "archetype/kernels/softmax.hpp"
@@ -118,8 +119,11 @@ inline constexpr std::size_t attention_q_block = 4 * MR;
 /// go through row_scores; more through the GEMM engines.
 inline constexpr std::size_t row_scores_max_rows = 8;
 
-inline void scores(const attention_params& p, const float* q, std::size_t ldq, std::size_t m, std::size_t g,
-                   std::size_t j0, std::size_t n, float* s) {
+ARCHETYPE_KERNEL_ENTRY void scores(const attention_params& p, const float* q, std::size_t ldq, std::size_t m,
+                                   std::size_t g, std::size_t j0, std::size_t n, float* s);
+#if ARCHETYPE_KERNEL_BODIES
+ARCHETYPE_KERNEL_ENTRY void scores(const attention_params& p, const float* q, std::size_t ldq, std::size_t m,
+                                   std::size_t g, std::size_t j0, std::size_t n, float* s) {
     const std::size_t hd = p.head_dim, off = g * p.kv_head_stride + j0 * p.ldkv;
     if (m <= row_scores_max_rows && row_scores_fits(hd)) {
         if (p.k16)
@@ -138,6 +142,7 @@ inline void scores(const attention_params& p, const float* q, std::size_t ldq, s
     else
         gemm_nt(q, ldq, p.k + off, p.ldkv, s, n, m, n, hd);
 }
+#endif
 
 /// o[r] (+)= sum_j p[r][j] * v[j] for R rows and C full vectors of columns
 /// starting at column c0: R x C accumulators stay in registers over all keys
@@ -219,14 +224,20 @@ inline void pv(const float* p, std::size_t ldp, std::size_t m, std::size_t n, co
 }
 
 /// out[m x hd] = P[m x n] . V for values [j0, j0 + n) of kv head g, float or half.
-inline void values(const attention_params& p, const float* P, std::size_t m, std::size_t g, std::size_t j0,
-                   std::size_t n, float* o, std::size_t ldo, const std::size_t* row_n = nullptr) noexcept {
+ARCHETYPE_KERNEL_ENTRY void values(const attention_params& p, const float* P, std::size_t m, std::size_t g,
+                                   std::size_t j0, std::size_t n, float* o, std::size_t ldo,
+                                   const std::size_t* row_n = nullptr) noexcept;
+#if ARCHETYPE_KERNEL_BODIES
+ARCHETYPE_KERNEL_ENTRY void values(const attention_params& p, const float* P, std::size_t m, std::size_t g,
+                                   std::size_t j0, std::size_t n, float* o, std::size_t ldo,
+                                   const std::size_t* row_n) noexcept {
     const std::size_t off = g * p.kv_head_stride + j0 * p.ldkv;
     if (p.v16)
         pv(P, n, m, n, p.v16 + off, p.ldkv, o, ldo, p.head_dim, row_n);
     else
         pv(P, n, m, n, p.v + off, p.ldkv, o, ldo, p.head_dim, row_n);
 }
+#endif
 
 /// A scaled score through the soft cap (cap 0: unchanged).
 inline float capped(float s, float cap) noexcept { return cap != 0.f ? cap * std::tanh(s / cap) : s; }

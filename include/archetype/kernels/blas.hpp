@@ -36,6 +36,7 @@
 
 #include "archetype/core/half.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/compiled.hpp"
 #include "archetype/kernels/simd_util.hpp"
 
 namespace archetype::kernels {
@@ -687,34 +688,54 @@ inline void axpy(std::size_t n, float a, const float* x, float* y) noexcept {
     for (std::size_t i = nv; i < n; ++i) y[i] += a * x[i];
 }
 
+// The entry points (compiled.hpp: inline here, or defined once in the kernel library).
+
 /// y[M] = A[M x K] * x[K]   (rows split over the pool)
-inline void gemv(const float* A, std::size_t lda, const float* x, float* y, std::size_t M,
-                 std::size_t K, thread_pool* pool = nullptr) {
+ARCHETYPE_KERNEL_ENTRY void gemv(const float* A, std::size_t lda, const float* x, float* y, std::size_t M,
+                                 std::size_t K, thread_pool* pool = nullptr);
+
+/// y[M] = A[M x K] (F16 rows) * x[K], converted in registers.
+ARCHETYPE_KERNEL_ENTRY void gemv_f16(const std::uint16_t* A, std::size_t lda, const float* x, float* y,
+                                     std::size_t M, std::size_t K, thread_pool* pool = nullptr);
+
+/// C[M x N] = A[M x K] * B[N x K]^T, or C += ... when accumulate. sum: the packed
+/// engine's summation order (see gemm_sum).
+ARCHETYPE_KERNEL_ENTRY void gemm_nt(const float* A, std::size_t lda, const float* B, std::size_t ldb, float* C,
+                                    std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
+                                    thread_pool* pool = nullptr, bool accumulate = false,
+                                    gemm_sum sum = gemm_sum::chain);
+
+/// C[M x N] (+)= A[M x K] * B[N x K]^T with B (weights) in F16; no converted copy
+/// of B is made beyond the packed KC x NC block.
+ARCHETYPE_KERNEL_ENTRY void gemm_nt_f16(const float* A, std::size_t lda, const std::uint16_t* B, std::size_t ldb,
+                                        float* C, std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
+                                        thread_pool* pool = nullptr, bool accumulate = false,
+                                        gemm_sum sum = gemm_sum::chain);
+
+#if ARCHETYPE_KERNEL_BODIES
+ARCHETYPE_KERNEL_ENTRY void gemv(const float* A, std::size_t lda, const float* x, float* y, std::size_t M,
+                                 std::size_t K, thread_pool* pool) {
     if (M == 0) return;
     detail::rowdot<float, 1, 2 * detail::rd_nb>(x, 0, A, lda, y, 1, 1, M, K, false, pool);
 }
 
-/// y[M] = A[M x K] (F16 rows) * x[K], converted in registers.
-inline void gemv_f16(const std::uint16_t* A, std::size_t lda, const float* x, float* y, std::size_t M,
-                     std::size_t K, thread_pool* pool = nullptr) {
+ARCHETYPE_KERNEL_ENTRY void gemv_f16(const std::uint16_t* A, std::size_t lda, const float* x, float* y,
+                                     std::size_t M, std::size_t K, thread_pool* pool) {
     if (M == 0) return;
     detail::rowdot<std::uint16_t, 1, 2 * detail::rd_nb>(x, 0, A, lda, y, 1, 1, M, K, false, pool);
 }
 
-/// C[M x N] = A[M x K] * B[N x K]^T, or C += ... when accumulate. sum: the packed
-/// engine's summation order (see gemm_sum).
-inline void gemm_nt(const float* A, std::size_t lda, const float* B, std::size_t ldb, float* C,
-                    std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
-                    thread_pool* pool = nullptr, bool accumulate = false, gemm_sum sum = gemm_sum::chain) {
+ARCHETYPE_KERNEL_ENTRY void gemm_nt(const float* A, std::size_t lda, const float* B, std::size_t ldb, float* C,
+                                    std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
+                                    thread_pool* pool, bool accumulate, gemm_sum sum) {
     detail::gemm_nt_any<float>(A, lda, B, ldb, C, ldc, M, N, K, pool, accumulate, sum);
 }
 
-/// C[M x N] (+)= A[M x K] * B[N x K]^T with B (weights) in F16; no converted copy
-/// of B is made beyond the packed KC x NC block.
-inline void gemm_nt_f16(const float* A, std::size_t lda, const std::uint16_t* B, std::size_t ldb,
-                        float* C, std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
-                        thread_pool* pool = nullptr, bool accumulate = false, gemm_sum sum = gemm_sum::chain) {
+ARCHETYPE_KERNEL_ENTRY void gemm_nt_f16(const float* A, std::size_t lda, const std::uint16_t* B, std::size_t ldb,
+                                        float* C, std::size_t ldc, std::size_t M, std::size_t N, std::size_t K,
+                                        thread_pool* pool, bool accumulate, gemm_sum sum) {
     detail::gemm_nt_any<std::uint16_t>(A, lda, B, ldb, C, ldc, M, N, K, pool, accumulate, sum);
 }
+#endif
 
 } // namespace archetype::kernels

@@ -21,6 +21,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/compiled.hpp"
 #include "archetype/kernels/matmul.hpp"
 
 namespace archetype::kernels {
@@ -115,8 +116,11 @@ inline void gemm_prepacked_block(const float* A, std::size_t lda, const prepacke
 /// C[M x N] = A[M x K] * B^T, B packed (N = B.rows(), K = B.cols()). With a
 /// pool, threads split whole MR-row panels (or NR-column panels when M has too
 /// few), so results do not depend on the thread count.
-inline void gemm_prepacked(const float* A, std::size_t lda, const prepacked_weights& B, float* C, std::size_t ldc,
-                           std::size_t M, thread_pool* pool = nullptr) {
+ARCHETYPE_KERNEL_ENTRY void gemm_prepacked(const float* A, std::size_t lda, const prepacked_weights& B, float* C,
+                                           std::size_t ldc, std::size_t M, thread_pool* pool = nullptr);
+#if ARCHETYPE_KERNEL_BODIES
+ARCHETYPE_KERNEL_ENTRY void gemm_prepacked(const float* A, std::size_t lda, const prepacked_weights& B, float* C,
+                                           std::size_t ldc, std::size_t M, thread_pool* pool) {
     using detail::MR;
     if (M == 0 || B.empty()) return;
     const std::size_t m_panels = (M + MR - 1) / MR, n_panels = B.n_panels();
@@ -133,5 +137,6 @@ inline void gemm_prepacked(const float* A, std::size_t lda, const prepacked_weig
         });
     }
 }
+#endif
 
 } // namespace archetype::kernels

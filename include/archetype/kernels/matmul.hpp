@@ -36,6 +36,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/compiled.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/generic.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
@@ -103,8 +104,36 @@ inline void check_matmul_weight(const weight_view& W) {
 }
 } // namespace detail
 
-inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
-                   float* y, std::size_t ldy, thread_pool* pool = nullptr, gemm_sum sum = gemm_sum::chain) {
+/// y = x * W^T (the header's first comment). The entry points here are inline, or
+/// defined once in the kernel library (compiled.hpp).
+ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
+                                   float* y, std::size_t ldy, thread_pool* pool = nullptr,
+                                   gemm_sum sum = gemm_sum::chain);
+
+/// One product of matmul_batch: y = x * W^T with x [n_tok x W.cols] (leading
+/// dim ldx) and y [n_tok x W.rows] (leading dim ldy).
+struct matmul_task {
+    const weight_view* W;
+    const float* x;
+    std::size_t ldx;
+    float* y;
+    std::size_t ldy;
+};
+
+/// Independent products over the same n_tok rows. One token with every weight
+/// F16 (or every weight F32) runs them all in one dispatch (detail::gemv_many), and
+/// so does one token through one quantised type, width and x (vnni::gemv_many,
+/// int8::gemv_parts):
+/// a decode step has several small projections of one input size (RWKV's
+/// r/k/v/g), and each separate dispatch pays a fork-join and a cold start of
+/// the weight stream. Otherwise, one matmul per task. Either way each output
+/// is bitwise what matmul gives.
+ARCHETYPE_KERNEL_ENTRY void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok,
+                                         thread_pool* pool = nullptr, gemm_sum sum = gemm_sum::chain);
+
+#if ARCHETYPE_KERNEL_BODIES
+ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
+                                   float* y, std::size_t ldy, thread_pool* pool, gemm_sum sum) {
     detail::check_matmul_weight(W);
     if (W.rows == 0 || n_tok == 0) return;
     switch (W.type) {
@@ -151,26 +180,8 @@ inline void matmul(const weight_view& W, const float* x, std::size_t ldx, std::s
     quant::generic::matmul(W.type, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool);
 }
 
-/// One product of matmul_batch: y = x * W^T with x [n_tok x W.cols] (leading
-/// dim ldx) and y [n_tok x W.rows] (leading dim ldy).
-struct matmul_task {
-    const weight_view* W;
-    const float* x;
-    std::size_t ldx;
-    float* y;
-    std::size_t ldy;
-};
-
-/// Independent products over the same n_tok rows. One token with every weight
-/// F16 (or every weight F32) runs them all in one dispatch (detail::gemv_many), and
-/// so does one token through one quantised type, width and x (vnni::gemv_many,
-/// int8::gemv_parts):
-/// a decode step has several small projections of one input size (RWKV's
-/// r/k/v/g), and each separate dispatch pays a fork-join and a cold start of
-/// the weight stream. Otherwise, one matmul per task. Either way each output
-/// is bitwise what matmul gives.
-inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, thread_pool* pool = nullptr,
-                         gemm_sum sum = gemm_sum::chain) {
+ARCHETYPE_KERNEL_ENTRY void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok,
+                                         thread_pool* pool, gemm_sum sum) {
     bool fuse = n_tok == 1 && !tasks.empty();
     for (const auto& t : tasks) {
         detail::check_matmul_weight(*t.W);
@@ -233,5 +244,7 @@ inline void matmul_batch(std::span<const matmul_task> tasks, std::size_t n_tok, 
     if (tasks[0].W->type == ggml_type::F16) run(std::uint16_t{});
     else run(float{});
 }
+
+#endif
 
 } // namespace archetype::kernels
