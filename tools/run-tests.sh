@@ -109,9 +109,12 @@ if [ "${ARCHETYPE_DISPATCH:-0}" = 1 ]; then
   fi
 fi
 
-# aarch64 (docs/isa.md): the cross build's kernel, quant, fixture and isa suites under
-# qemu-aarch64, as the emulated CPU `max` (dotprod, fp16); quant, fixtures and isa again
-# as `cortex-a53` (neither).
+# aarch64 (docs/isa.md): the cross build (-Dnative=false: the program's levels neon and
+# neon_dotprod, chosen at start from HWCAP) and its kernel, quant, fixture and isa suites
+# under qemu-aarch64, as the emulated CPU `max` (dotprod: the program chooses
+# neon_dotprod); quant, fixtures and isa again as `cortex-a53` (no dotprod: neon, and
+# SIGILL if a dotprod instruction ran), less what needs dotprod to run at all (the
+# neon_dotprod kernel suite, and isa_cli, whose expected choice is max's).
 # Not run there (issue 21): rwkv_fixtures and rwkv_cli, whose RWKV-5.2 case with
 # GroupNorm eps 1e-5 on the 88-token prompt lands at 1.3e-5 against its 1e-5 bar on
 # aarch64 (and at 1.6e-5 at the x86 avx2 level): float32 GEMM sums (docs/isa.md).
@@ -133,18 +136,18 @@ if [ "${ARCHETYPE_AARCH64:-0}" = 1 ]; then
   # a64_tests SUITE...: the names of those suites' tests, less the ones not run here
   a64_tests() {
     meson introspect "$A64" --tests | python3 -c '
-import json, sys
-skip = {"rwkv_fixtures", "rwkv_cli", "test_blas"}
+import json, os, sys
+skip = {"rwkv_fixtures", "rwkv_cli", "test_blas"} | set(os.environ.get("A64_SKIP", "").split())
 suites = {"archetype:" + s for s in sys.argv[1:]}
 print(" ".join(t["name"] for t in json.load(sys.stdin) if t["name"] not in skip and set(t["suite"]) & suites))' "$@"
   }
   QEMU_CPU=max run_suite "$A64" "$A64/test-output-max.txt" --no-rebuild --timeout-multiplier 4 \
     $(a64_tests kernels quant fixtures isa)
-  # The build is one level (armv8-a), so cortex-a53 runs the same instructions as max:
-  # it proves that none beyond armv8-a (dotprod, fp16 arithmetic) is in the program and
-  # the int8 kernels, not the float kernels again.
+  # cortex-a53: the program's neon level (the fixture suites, unforced) and the test
+  # executables (compiled for armv8-a), proving that no instruction beyond armv8-a
+  # (dotprod, LSE, fp16 arithmetic) is in them; the float kernels are not run again.
   QEMU_CPU=cortex-a53 run_suite "$A64" "$A64/test-output-cortex-a53.txt" --no-rebuild --timeout-multiplier 4 \
-    $(a64_tests quant fixtures isa)
+    $(A64_SKIP="isa_cli test_quant_neon_dotprod" a64_tests quant fixtures isa)
 fi
 
 if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then

@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(archetype_isa_forces_a_built_level_the_cpu_runs) {
 BOOST_AUTO_TEST_CASE(a_bad_value_is_refused_by_name) {
     const std::string unknown = refusal(x86_built, v4_cpu(), "avx3");
     BOOST_TEST(unknown.find("ARCHETYPE_ISA='avx3' is not an instruction-set level") != std::string::npos, unknown);
-    BOOST_TEST(unknown.find("generic, avx2, avxvnni, avx512, neon") != std::string::npos, unknown);
+    BOOST_TEST(unknown.find("generic, avx2, avxvnni, avx512, neon, neon_dotprod)") != std::string::npos, unknown);
 
     const std::string not_built = refusal(x86_built, v4_cpu(), "avxvnni");
     BOOST_TEST(not_built.find("ARCHETYPE_ISA=avxvnni: this build has no avxvnni kernels (it has: generic, avx2, "
@@ -144,5 +144,23 @@ BOOST_AUTO_TEST_CASE(avxvnni_is_chosen_between_avx2_and_avx512) {
     BOOST_TEST(isa::missing_for(level::avxvnni, v4_cpu()) == "avx-vnni");
     const std::string lacking = refusal(all_x86, v3_cpu(), "avxvnni");
     BOOST_TEST(lacking.find("ARCHETYPE_ISA=avxvnni: this CPU cannot run it (it lacks avx-vnni)") != std::string::npos,
+               lacking);
+}
+
+// aarch64: neon_dotprod is taken when HWCAP has asimddp (Cortex-A55 and later), neon
+// otherwise (Cortex-A53, A72), and forcing it without asimddp is refused by name.
+BOOST_AUTO_TEST_CASE(neon_dotprod_is_chosen_by_hwcap) {
+    constexpr level arm[] = {level::neon, level::neon_dotprod};
+    isa::cpu_features a53;
+    a53.asimd = true;
+    auto a55 = a53;
+    a55.atomics = a55.asimd_dotprod = true;
+    BOOST_TEST((isa::choose(arm, a53, nullptr) == level::neon));
+    BOOST_TEST((isa::choose(arm, a55, nullptr) == level::neon_dotprod));
+    BOOST_TEST((isa::choose(arm, a55, "neon") == level::neon));
+    BOOST_TEST(isa::missing_for(level::neon_dotprod, a53) == "atomics asimddp");
+    const std::string lacking = refusal(arm, a53, "neon_dotprod");
+    BOOST_TEST(lacking.find("ARCHETYPE_ISA=neon_dotprod: this CPU cannot run it (it lacks atomics asimddp)") !=
+                   std::string::npos,
                lacking);
 }

@@ -35,7 +35,7 @@ version_is "$expected" ARCHETYPE_ISA=        # empty: automatic
 for l in "${runnable[@]}"; do version_is "$l" ARCHETYPE_ISA="$l"; done
 refused bogus "ARCHETYPE_ISA='bogus' is not an instruction-set level"
 refused AVX2 "ARCHETYPE_ISA='AVX2' is not an instruction-set level"
-for l in generic avx2 avxvnni avx512 neon; do
+for l in generic avx2 avxvnni avx512 neon neon_dotprod; do
   if ! contains "$l" "${built[@]}"; then
     refused "$l" "ARCHETYPE_ISA=$l: this build has no $l kernels \\(it has: "
   elif ! contains "$l" "${runnable[@]}"; then

@@ -1,8 +1,9 @@
 #pragma once
 // Bulk F16 / BF16 <-> F32 conversion, bit-exact with core/half.hpp.
-// F16 uses the hardware converters (AVX-512F / F16C) when the compiler targets
-// them; they differ from half.hpp only on NaNs (hardware quietens signalling
-// NaNs and keeps payload bits), so a block holding a NaN takes the scalar path.
+// F16 uses the hardware converters (AVX-512F / F16C when the compiler targets
+// them, fcvtl / fcvtn on aarch64); they differ from half.hpp only on NaNs
+// (hardware quietens signalling NaNs and keeps payload bits), so a block holding
+// a NaN takes the scalar path.
 // BF16 is integer arithmetic written so the compiler vectorises it.
 // Scalar twins: kernels/reference/convert.hpp.
 #include <bit>
@@ -40,6 +41,18 @@ inline void f16_to_f32(const std::uint16_t* x, float* y, std::size_t n) noexcept
         }
         _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
     }
+#elif XSIMD_WITH_NEON64
+    // fcvtl / fcvtl2 (base AArch64 Advanced SIMD)
+    for (const std::size_t nv = n - n % 8; i < nv; i += 8) {
+        const uint16x8_t h = vld1q_u16(x + i);
+        if (vmaxvq_u16(vandq_u16(h, vdupq_n_u16(0x7fff))) > 0x7c00) { // a NaN half
+            for (std::size_t k = i; k < i + 8; ++k) y[k] = fp16_to_fp32(x[k]);
+            continue;
+        }
+        const float16x8_t f = vreinterpretq_f16_u16(h);
+        vst1q_f32(y + i, vcvt_f32_f16(vget_low_f16(f)));
+        vst1q_f32(y + i + 4, vcvt_high_f32_f16(f));
+    }
 #endif
     for (; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
 }
@@ -67,6 +80,17 @@ inline void f32_to_f16(const float* x, std::uint16_t* y, std::size_t n) noexcept
         }
         _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
                          _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#elif XSIMD_WITH_NEON64
+    // fcvtn / fcvtn2, rounded by FPCR's mode: to nearest even, as Linux starts every
+    // thread (and without flushing half subnormals, FZ16 clear)
+    for (const std::size_t nv = n - n % 8; i < nv; i += 8) {
+        const float32x4_t a = vld1q_f32(x + i), b = vld1q_f32(x + i + 4);
+        if (vminvq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b))) == 0) { // a NaN
+            for (std::size_t k = i; k < i + 8; ++k) y[k] = fp32_to_fp16(x[k]);
+            continue;
+        }
+        vst1q_u16(y + i, vreinterpretq_u16_f16(vcvt_high_f16_f32(vcvt_f16_f32(a), b)));
     }
 #endif
     for (; i < n; ++i) y[i] = fp32_to_fp16(x[i]);

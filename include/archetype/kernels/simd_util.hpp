@@ -1,7 +1,8 @@
 #pragma once
 // Small helpers shared by the vectorised kernels: the float batch of the
 // compile-time architecture, horizontal max, and F16 / BF16 loads converted in
-// registers (F16C / AVX-512 when the compiler targets them, scalar otherwise).
+// registers (F16C / AVX-512 when the compiler targets them, fcvtl on aarch64, scalar
+// otherwise).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include "archetype/core/simd.hpp"
 #if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace archetype::kernels::simd {
@@ -17,8 +20,9 @@ namespace archetype::kernels::simd {
 using fbatch = xsimd::batch<float>;
 inline constexpr std::size_t W = fbatch::size;
 
-/// Number of vector registers of the target: sizes register tiles.
-#if XSIMD_WITH_AVX512F
+/// Number of vector registers of the target: sizes register tiles (AVX-512: zmm0-31;
+/// aarch64: v0-v31, so the GEMM tile is 14 x 8 there as 14 x 32 on AVX-512).
+#if XSIMD_WITH_AVX512F || defined(__aarch64__)
 inline constexpr std::size_t n_registers = 32;
 #else
 inline constexpr std::size_t n_registers = 16;
@@ -53,6 +57,9 @@ inline fbatch load_f16(const std::uint16_t* p) noexcept {
     return fbatch(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #elif XSIMD_WITH_SSE2 && !XSIMD_WITH_AVX && defined(__F16C__)
     return fbatch(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#elif XSIMD_WITH_NEON64
+    // fcvtl: half to single is base AArch64 Advanced SIMD (no +fp16 needed)
+    return fbatch(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))));
 #else
     alignas(64) float t[W];
     for (std::size_t i = 0; i < W; ++i) t[i] = fp16_to_fp32(p[i]);
@@ -65,6 +72,8 @@ inline fbatch load_bf16(const std::uint16_t* p) noexcept {
 #if XSIMD_WITH_AVX512F && defined(__AVX512BW__)
     return fbatch(_mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+#elif XSIMD_WITH_NEON64
+    return fbatch(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))); // widened, shifted into the high half
 #else
     alignas(64) float t[W];
     for (std::size_t i = 0; i < W; ++i) t[i] = bf16_to_fp32(p[i]);
@@ -74,7 +83,7 @@ inline fbatch load_bf16(const std::uint16_t* p) noexcept {
 
 /// True when load_f16 is a hardware conversion (so F16 weights decode at bandwidth).
 inline constexpr bool hardware_f16 =
-#if defined(__F16C__) || defined(__AVX512F__)
+#if defined(__F16C__) || defined(__AVX512F__) || XSIMD_WITH_NEON64
     true;
 #else
     false;

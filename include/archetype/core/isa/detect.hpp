@@ -30,7 +30,7 @@ struct cpu_features {
     bool os_zmm = false; // XCR0 has opmask, ZMM_Hi256 and Hi16_ZMM state
     bool avxvnni = false;
     // aarch64
-    bool asimd = false, asimd_dotprod = false, asimd_fp16 = false;
+    bool asimd = false, atomics = false, asimd_dotprod = false, asimd_fp16 = false;
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -95,6 +95,7 @@ inline cpu_features detect_cpu() noexcept {
 #elif defined(__aarch64__) && defined(__linux__)
     const unsigned long hw = getauxval(AT_HWCAP);
     f.asimd = (hw & (1ul << 1)) != 0;          // HWCAP_ASIMD
+    f.atomics = (hw & (1ul << 8)) != 0;        // HWCAP_ATOMICS (LSE, Armv8.1)
     f.asimd_fp16 = (hw & (1ul << 10)) != 0;    // HWCAP_ASIMDHP
     f.asimd_dotprod = (hw & (1ul << 20)) != 0; // HWCAP_ASIMDDP
 #endif
@@ -135,6 +136,11 @@ inline std::string missing_for(level l, const cpu_features& f) {
         need(f.os_zmm, "os-zmm-state");
         break;
     case level::neon: need(f.asimd, "asimd"); break;
+    case level::neon_dotprod: // armv8.2-a: the compiler may use LSE atomics
+        need(f.asimd, "asimd");
+        need(f.atomics, "atomics");
+        need(f.asimd_dotprod, "asimddp");
+        break;
     }
     return out;
 }

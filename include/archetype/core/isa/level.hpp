@@ -14,7 +14,13 @@
 //   avx512    -march=x86-64-v4 -mavx512vnni -mavx512vbmi -mavx512bitalg -mgfni
 //                                    + AVX-512 F/BW/VL/DQ/CD (v4), VNNI, VBMI, BITALG,
 //                                    GFNI, and the OS saving ZMM/opmask state
-//   neon      aarch64 (Advanced SIMD is part of the base architecture)
+//   neon      -march=armv8-a         Advanced SIMD (part of the base aarch64 architecture)
+//   neon_dotprod
+//             -march=armv8.2-a+dotprod
+//                                    + LSE atomics (Armv8.1, which the compiler may
+//                                    emit for std::atomic), the dot-product
+//                                    instructions (sdot/udot; HWCAP asimddp:
+//                                    Cortex-A55/A75 and later, Neoverse, Apple M1)
 // The meson build (tools/meson.build, isa_level_flags) uses these same flags.
 #include <array>
 #include <optional>
@@ -22,11 +28,11 @@
 
 namespace archetype::isa {
 
-enum class level { generic, avx2, avxvnni, avx512, neon };
+enum class level { generic, avx2, avxvnni, avx512, neon, neon_dotprod };
 
 /// Every level, lowest first within each CPU family.
-inline constexpr std::array<level, 5> all_levels{level::generic, level::avx2, level::avxvnni, level::avx512,
-                                                 level::neon};
+inline constexpr std::array<level, 6> all_levels{level::generic, level::avx2, level::avxvnni, level::avx512,
+                                                 level::neon,    level::neon_dotprod};
 
 constexpr std::string_view name(level l) noexcept {
     switch (l) {
@@ -35,6 +41,7 @@ constexpr std::string_view name(level l) noexcept {
     case level::avxvnni: return "avxvnni";
     case level::avx512: return "avx512";
     case level::neon: return "neon";
+    case level::neon_dotprod: return "neon_dotprod";
     }
     return "?";
 }
@@ -56,6 +63,8 @@ constexpr level compiled_level() noexcept {
     return level::avxvnni;
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     return level::avx2;
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+    return level::neon_dotprod;
 #elif defined(__aarch64__)
     return level::neon;
 #else
