@@ -14,14 +14,14 @@
 //                    n_tok >= quant::panels::min_tokens: quant/panels.hpp (panels of
 //                    dequantised rows through the F32 GEMM: float activations, the
 //                    exact model's products to float rounding);
-//                    fewer tokens: quant/vnni.hpp (activations quantised to int8 once
+//                    fewer tokens: quant/avx512/engine.hpp (activations quantised to int8 once
 //                    per call, vpdpbusd on the blocks; AVX-512 VNNI), else the int8
 //                    row engine (quant/int8/: the same int8 numerics; avx2/ with
 //                    vpmaddubsw on AVX2 + FMA + F16C, neon/ with sdot or smull on
 //                    aarch64), else quant/generic.hpp
 //   Q4_0 / Q8_0, layout q4_0_x16 / q8_0_x16 (16-row interleaved,
 //                    quant/interleaved.hpp; made by the decoder loader): the same
-//                    panels, else quant/vnni.hpp's x16 kernels; bitwise the row
+//                    panels, else quant/avx512/engine.hpp's x16 kernels; bitwise the row
 //                    layout's results
 // Work is split by output rows, so results do not depend on the thread count.
 // `sum` chooses how the F32 / F16 (and AVX-512 BF16) GEMM sums along K
@@ -43,7 +43,7 @@
 #include "archetype/kernels/quant/int8/level_engine.hpp"
 #include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/panels.hpp"
-#include "archetype/kernels/quant/vnni.hpp"
+#include "archetype/kernels/quant/avx512/engine.hpp"
 
 namespace archetype::kernels {
 

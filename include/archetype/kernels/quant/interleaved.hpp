@@ -19,9 +19,9 @@
 // Q8_0: the bytes are stored as u = q ^ 0x80 = q + 128 (unsigned, what vpdpbusd
 // multiplies; the kernels add the zero point -128 * sum(x) per block), elements
 // 4t..4t+3. One vpdpbusd with four broadcast activation bytes then advances all 16
-// rows at once, with no shuffle (kernels/quant/gemv_vnni.hpp, rows16_x16), and the
+// rows at once, with no shuffle (kernels/quant/avx512/gemv.hpp, rows16_x16), and the
 // batch engine's k-group panels are one and/shift (Q4_0) or a copy (Q8_0) away
-// (vnni.hpp, pack_group_x16). A group takes exactly the bytes of its 16 rows: the
+// (avx512/packing.hpp, pack_group_x16). A group takes exactly the bytes of its 16 rows: the
 // layout changes no size. Requires rows % 16 == 0 (every model dimension we know;
 // other matrices keep the row layout). The values and scales are untouched (Q8_0's
 // xor is undone exactly by the zero point), so every output is bitwise what the

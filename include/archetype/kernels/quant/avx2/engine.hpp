@@ -98,7 +98,7 @@ struct basic_engine {
     /// Distance (bytes) of the linear prefetch cursor ahead of the rows being read, into
     /// L2. The rows a thread takes are one contiguous stream; left to the hardware
     /// prefetchers, four row streams read a block (18-24 bytes) at a time reached a third
-    /// of the bus on a Zen 4 (session 18). The cursor of gemv_vnni.hpp (linear_ahead).
+    /// of the bus on a Zen 4 (session 18). The cursor of avx512/gemv.hpp (linear_ahead).
     static constexpr std::size_t prefetch_ahead = 32768;
 
     template <ggml_type T> using fmt = avx2::fmt<T, P>;

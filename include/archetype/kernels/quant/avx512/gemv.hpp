@@ -2,7 +2,7 @@
 // Single-token quantised GEMV (decode) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
 // Q8_0 rows under 4 KiB (q8_group_dot) on AVX-512 VNNI + VBMI + GFNI: y[r] = sum_k W[r][k] * x[k] with x already
 // quantised to int8 (per 32-block scale dx, per block auxiliary word;
-// vnni.hpp's act_layout).
+// activations.hpp's act_layout).
 //
 // Why a separate kernel from the batch engine: one token reads every weight byte
 // once, so the decode cost per byte is all that matters. A row is consumed 128
@@ -40,7 +40,7 @@
 #include <type_traits>
 
 #include "archetype/kernels/quant/interleaved.hpp"
-#include "archetype/kernels/quant/lanes512.hpp"
+#include "archetype/kernels/quant/avx512/lanes.hpp"
 
 namespace archetype::quant::vnni::gemv {
 

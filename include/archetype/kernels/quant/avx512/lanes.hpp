@@ -1,5 +1,5 @@
 #pragma once
-// Register shuffles shared by the AVX-512 quantised kernels (vnni.hpp, gemv_vnni.hpp).
+// Register shuffles shared by the AVX-512 quantised kernels (engine.hpp and the files it includes, gemv.hpp).
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
