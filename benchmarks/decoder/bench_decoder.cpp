@@ -12,7 +12,7 @@
 // One preset per executable (compile time: each preset instantiates the whole model):
 // this file is compiled once per ARCHETYPE_BENCH_PRESET (see meson.build):
 //   1 smol          Decoder<GQA<9,3,64>, RoPE, Causal, FullCache, SwiGLUWith<1536>>   F32 / Q8_0 / F16
-//   2 smol_dynamic  Decoder<GQA<dynamic,dynamic>, RoPE>                              Q8_0 (static vs dynamic)
+//   2 smol_dynamic  Decoder<GQA<dynamic,dynamic>, RoPE>                              Q8_0 (static vs dynamic; at depth 512 / 4096)
 //   3 smol_swa      SlidingWindow<512> + RollingCache                                Q8_0 at depth 512 / 4096
 //   4 smol_swa_full SlidingWindow<512> + FullCache                                   Q8_0 at depth 512 / 4096
 //   5 smol_causal_depth  the smol preset at depth 512 / 4096 (+ llama.cpp full attention)
@@ -20,6 +20,7 @@
 // Files are written once under $TMPDIR/archetype_bench_decoder (ARCHETYPE_BENCH_DIR) and shared.
 // Usage: bench_decoder_<preset> [--quick]
 #include "decoder_bench.hpp"
+#include "level.hpp"
 
 #ifndef ARCHETYPE_BENCH_PRESET
 #define ARCHETYPE_BENCH_PRESET 1
@@ -43,7 +44,7 @@ using Preset = Decoder<GQA<32, 4, 64>, RoPE, Causal, FullCache, SwiGLUWith<5632>
 #error "ARCHETYPE_BENCH_PRESET must be 1..6"
 #endif
 
-#if ARCHETYPE_BENCH_PRESET >= 3 && ARCHETYPE_BENCH_PRESET <= 5
+#if ARCHETYPE_BENCH_PRESET >= 2 && ARCHETYPE_BENCH_PRESET <= 5
 /// Decode of 32 tokens at depth 512 and 4096 (the sliding-window comparison).
 void at_depths(const char* what, const std::string& q8) {
     const auto m = load_model<Preset>(q8);
@@ -57,6 +58,7 @@ void at_depths(const char* what, const std::string& q8) {
 } // namespace
 
 int main(int argc, char** argv) {
+    archetype::bench_util::announce_level();
     bool quick = false;
     for (int i = 1; i < argc; ++i)
         if (std::string(argv[i]) == "--quick") quick = true;
@@ -82,6 +84,8 @@ int main(int argc, char** argv) {
     const auto r = tg_and_pp(m, n_tg);
     std::printf("\nSmolLM2 shape Q8_0, dynamic dims (GQA<dynamic,dynamic>): pp512 %.1f t/s, tg %.2f t/s\n", r.prefill,
                 r.decode);
+    // against bench_decoder_smol_causal_depth (the same model with GQA<9,3,64>): attention at depth
+    if (!quick) at_depths("dynamic dims, Causal+FullCache", model_file("smol", ggml_type::Q8_0));
 #elif ARCHETYPE_BENCH_PRESET == 3
     std::printf("\nSmolLM2 shape Q8_0, decode of 32 tokens (the window keeps attention and cache at 512 cells):\n");
     at_depths("SlidingWindow<512>+RollingCache", model_file("smol", ggml_type::Q8_0));

@@ -25,6 +25,7 @@
 #include "archetype/models/encoder.hpp"
 #include "archetype/models/encoder_model.hpp"
 #include "archetype/runtime/encoder_session.hpp"
+#include "level.hpp"
 
 using namespace archetype;
 
@@ -141,6 +142,7 @@ result run_peer(const char* exe, const std::string& path, std::size_t threads) {
 } // namespace
 
 int main() {
+    archetype::bench_util::announce_level();
     const std::size_t n_seq = 32, n_tok = 128, threads = 2;
     std::printf("encoder: all-MiniLM-L6-v2 shapes, random weights, %zu sequences x %zu tokens, %zu threads, one packed batch\n",
                 n_seq, n_tok, threads);

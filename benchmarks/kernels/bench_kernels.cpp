@@ -22,6 +22,7 @@
 #include "archetype/kernels/blas.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
 #include "archetype/kernels/simd_util.hpp"
+#include "level.hpp"
 
 namespace k = archetype::kernels;
 using clk = std::chrono::steady_clock;
@@ -179,6 +180,7 @@ void cpu_time_table() {
 } // namespace
 
 int main() {
+    archetype::bench_util::announce_level();
     archetype::thread_pool pool1(1), pool2(2);
     std::printf("kernels benchmark (simd width %zu floats)\n", k::simd::W);
     cpu_time_table();

@@ -25,6 +25,7 @@
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/interleaved.hpp"
+#include "level.hpp"
 
 using archetype::ggml_type;
 namespace k = archetype::kernels;
@@ -108,6 +109,7 @@ std::vector<variant> variants() {
 } // namespace
 
 int main() {
+    archetype::bench_util::announce_level();
     archetype::thread_pool pool(2);
     const double bw = archetype::bench_util::read_bandwidth_gbs(pool);
     std::printf("read bandwidth (1 GiB sum, 2 threads, median of 5): %.1f GB/s\n\n", bw);

@@ -22,6 +22,7 @@
 #include "archetype/models/presets/gemma3.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/sampling.hpp"
+#include "level.hpp"
 
 using namespace archetype;
 
@@ -91,6 +92,7 @@ using SmolLM2 = Decoder<GQA<9, 3, 64>, RoPE, Causal, FullCache, SwiGLU>;
 } // namespace
 
 int main(int argc, char** argv) {
+    archetype::bench_util::announce_level();
     if (argc < 2 || std::string(argv[1]).empty()) {
         std::printf("bench_real_decoders: skipped: no models directory (configure with -Dmodels_dir=DIR, "
                     "see docs/real-models.md)\n");

@@ -30,6 +30,7 @@
 #include "archetype/models/encoder.hpp"
 #include "archetype/runtime/encoder_session.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
+#include "level.hpp"
 
 using namespace archetype;
 namespace fs = std::filesystem;
@@ -119,6 +120,7 @@ rate run_peer(const std::string& harness, const std::string& gguf, const std::ve
 } // namespace
 
 int main() {
+    archetype::bench_util::announce_level();
     const char* md = std::getenv("ARCHETYPE_MODELS_DIR");
     if (!md || !*md) {
         std::printf("bench_real_minilm: skipped, ARCHETYPE_MODELS_DIR is empty (configure with -Dmodels_dir=DIR, "

@@ -31,6 +31,7 @@
 #include "archetype/kernels/simd_util.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
 #include "random_model.hpp"
+#include "level.hpp"
 
 using namespace archetype;
 using clk = std::chrono::steady_clock;
@@ -272,6 +273,7 @@ void state_vs_length() {
 } // namespace
 
 int main(int argc, char** argv) {
+    archetype::bench_util::announce_level();
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // progress shows when piped (meson test --benchmark)
     const std::string only = argc > 1 ? argv[1] : "";
     auto want = [&](const char* name) { return only.empty() || only == name; };
