@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "archetype/io/gguf.hpp"
+#include "archetype/kernels/batch_activations.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/sampling.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
@@ -44,6 +45,7 @@ struct decoder_perplexity_job {
     std::size_t n_ctx = 512, n_batch = 512, n_chunks = 0, threads = 1;
     std::int32_t bos = -1; ///< >= 0: replaces each chunk's first token
     kv_cache_type kv = kv_cache_type::f32;
+    kernels::batch_activations activations = kernels::batch_activations::exact;
 };
 
 struct decoder_job {

@@ -43,7 +43,8 @@ inline decoder_session_options session_options_of(const decoder_job& job) {
     }
     case decoder_job::kind::perplexity: {
         const auto& a = *job.perplexity;
-        return {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.n_ctx, .kv_type = a.kv};
+        return {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.n_ctx, .kv_type = a.kv,
+                .batch_activations = a.activations};
     }
     case decoder_job::kind::describe: break;
     }

@@ -495,6 +495,22 @@ BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
                    name(t) << " cols " << cols << " batch of " << n_small << " vs one token at a time");
         BOOST_TEST(nmse(y1.data(), reference_matmul(t, w, rows, cols, x, cols, n_tok, rows).data(), y1.size()) < 1e-9,
                    name(t) << " cols " << cols << " batch of " << n_tok << " vs dequantise-then-dot");
+        // With the int8 batch mode (kernels/batch_activations.hpp) the same batch takes the
+        // int8 kernels: bitwise one token at a time, on any thread count; the mode is the
+        // calling thread's for the scope only. (BF16 has one path.)
+        if (archetype::traits_of(t).block_size > 1) {
+            std::vector<float> yi(n_tok * rows), yi3(n_tok * rows);
+            {
+                const k::batch_activations_scope int8(k::batch_activations::int8);
+                BOOST_TEST((k::current_batch_activations() == k::batch_activations::int8));
+                k::matmul(W, x.data(), cols, n_tok, yi.data(), rows, &p2);
+                k::matmul(W, x.data(), cols, n_tok, yi3.data(), rows, &p3);
+            }
+            BOOST_TEST((k::current_batch_activations() == k::batch_activations::exact));
+            BOOST_TEST(bits_equal(yi, ysep), name(t) << " cols " << cols << " int8 batch of " << n_tok << " vs one token at a time");
+            BOOST_TEST(bits_equal(yi, yi3), name(t) << " cols " << cols << " int8 batch, 2 vs 3 threads");
+            BOOST_TEST(!bits_equal(yi, y1), name(t) << " cols " << cols << " int8 batch vs exact batch: the same bits");
+        }
 #if defined(ARCHETYPE_QUANT_VNNI) || defined(ARCHETYPE_QUANT_INT8)
         if (archetype::traits_of(t).block_size > 1) {
             const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, cols, n_tok, rows);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `archetype perplexity` against llama-perplexity on the same file and text
-# (tests/data/real/llama_perplexity.txt): same chunk count, |PPL / PPL_llama - 1| <= 1 %.
+# (tests/data/real/llama_perplexity.txt): same chunk count, |PPL / PPL_llama - 1| <= 1 %,
+# with the default exact batches and with --activations int8 (llama.cpp's rounding).
 #   test_real_perplexity.sh ARCHETYPE DATA_FILE   (ARCHETYPE_MODELS_DIR set)
 set -euo pipefail
 prog=$1 data=$2
@@ -14,17 +15,19 @@ while read -r name rel chunks ppl_llama err_llama secs_llama; do
   case $name in ''|'#'*|text_sha256) continue ;; esac
   model=$ARCHETYPE_MODELS_DIR/$rel
   [ -f "$model" ] || { echo "FAIL: $model is missing"; fail=1; continue; }
+  for activations in exact int8; do
   t0=$(date +%s.%N)
-  out=$("$prog" perplexity --model "$model" --file "$text" --ctx 512 --threads 2 2>/dev/null)
+  out=$("$prog" perplexity --model "$model" --file "$text" --ctx 512 --threads 2 --activations $activations 2>/dev/null)
   t1=$(date +%s.%N)
-  echo "$name: $out" | head -2
+  echo "$name ($activations): $out" | head -2
   ppl=$(sed -n 's/^Final estimate: PPL = \([0-9.]*\) +\/- .*/\1/p' <<<"$out")
   n=$(sed -n 's/^\([0-9]*\) chunks,.*/\1/p' <<<"$out")
-  [ -n "$ppl" ] || { echo "FAIL: $name: no 'Final estimate' line"; fail=1; continue; }
+  [ -n "$ppl" ] || { echo "FAIL: $name ($activations): no 'Final estimate' line"; fail=1; continue; }
   [ "$n" = "$chunks" ] || { echo "FAIL: $name: $n chunks, llama-perplexity scored $chunks"; fail=1; }
-  awk -v a="$ppl" -v b="$ppl_llama" -v n="$name" -v t0="$t0" -v t1="$t1" -v sl="$secs_llama" 'BEGIN {
+  awk -v a="$ppl" -v b="$ppl_llama" -v n="$name ($activations)" -v t0="$t0" -v t1="$t1" -v sl="$secs_llama" 'BEGIN {
     s = t1 - t0; r = a / b; d = r - 1; if (d < 0) d = -d
     printf "%s: PPL %s vs llama-perplexity %s: ratio %.5f (|ratio - 1| = %.2f %%, bound 1 %%); %.1f s (llama-perplexity %s s when recorded)\n", n, a, b, r, 100 * d, s, sl
-    exit (d <= 0.01) ? 0 : 1 }' || { echo "FAIL: $name: PPL off by more than 1 %"; fail=1; }
+    exit (d <= 0.01) ? 0 : 1 }' || { echo "FAIL: $name ($activations): PPL off by more than 1 %"; fail=1; }
+  done
 done < "$data"
 exit $fail

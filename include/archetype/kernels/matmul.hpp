@@ -13,8 +13,9 @@
 //   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K
 //                    n_tok >= quant::panels::min_tokens: quant/panels.hpp (panels of
 //                    dequantised rows through the F32 GEMM: float activations, the
-//                    exact model's products to float rounding);
-//                    fewer tokens: quant/avx512/engine.hpp (activations quantised to int8 once
+//                    exact model's products to float rounding), unless this thread's
+//                    batch_activations mode is int8 (batch_activations.hpp);
+//                    fewer tokens, or the int8 mode: quant/avx512/engine.hpp (activations quantised to int8 once
 //                    per call, vpdpbusd on the blocks; AVX-512 VNNI), else the int8
 //                    row engine (quant/int8/: the same int8 numerics; avx2/ with
 //                    vpmaddubsw on AVX2 + FMA + F16C, neon/ with sdot or smull on
@@ -35,6 +36,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/error.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/batch_activations.hpp"
 #include "archetype/kernels/blas.hpp"
 #include "archetype/kernels/compiled.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
@@ -157,7 +159,8 @@ ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::si
         break;
 #endif
     default:
-        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1) {
+        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1 &&
+            current_batch_activations() == batch_activations::exact) {
             quant::panels::matmul(W.type, W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
             return;
         }

@@ -38,6 +38,7 @@
 
 #include "archetype/core/error.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/batch_activations.hpp"
 #include "archetype/kernels/attention.hpp"
 #include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/embedding_row.hpp"
@@ -70,6 +71,9 @@ struct decoder_session_options {
     std::size_t n_ctx = 0;
     std::size_t n_ubatch = 512; ///< largest number of tokens in one forward pass
     kv_cache_type kv_type = kv_cache_type::f32;
+    /// How prompt batches meet quantised weights (kernels/batch_activations.hpp): exact
+    /// (float activations, the default) or int8 (llama.cpp's rounding, faster).
+    kernels::batch_activations batch_activations = kernels::batch_activations::exact;
 };
 
 
@@ -374,6 +378,7 @@ private:
         const auto& hp = m_->hparams();
         const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
         thread_pool* pool = pool_.get();
+        const kernels::batch_activations_scope numerics(opt_.batch_activations);
         for (const auto& g : groups_) cache_.ensure(g.seq);
         if (m_->has_embedding()) { // else x_ holds the previous stage's rows
             for (std::size_t i = 0; i < n; ++i)
