@@ -6,8 +6,8 @@
 //   int8:  the activations rounded to int8 per block first, exactly as llama.cpp's CPU
 //          backend does for every product (the same int8 kernels a decode step uses),
 //          so a batch gets llama.cpp's numerics and the integer kernels' speed:
-//          on AVX-512 VNNI, `archetype perplexity` over GPL-3 at --ctx 512 runs 2.3x
-//          (Gemma 3 Q4_K_M) and 2.3x (SmolLM2 Q4_1) faster than with exact
+//          on AVX-512 VNNI, `archetype perplexity` over GPL-3 at --ctx 512 runs
+//          2.3-2.9x faster than with exact on Gemma 3 Q4_K_M and SmolLM2 Q4_1
 //          (docs/real-models.md). Its distance to the exact model is llama.cpp's
 //          (mean truncated KL ~1e-3 where exact has ~1e-5).
 // A decode step (fewer tokens) takes the int8 kernels either way; F32, F16 and BF16
