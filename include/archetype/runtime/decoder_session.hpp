@@ -72,7 +72,7 @@ struct decoder_session_options {
     std::size_t n_ubatch = 512; ///< largest number of tokens in one forward pass
     kv_cache_type kv_type = kv_cache_type::f32;
     /// How prompt batches meet quantised weights (kernels/batch_activations.hpp): exact
-    /// (float activations, the default) or int8 (llama.cpp's rounding, faster).
+    /// (float activations, the default) or int8 (llama.cpp's rounding; faster on AVX-512 VNNI).
     kernels::batch_activations batch_activations = kernels::batch_activations::exact;
 };
 
