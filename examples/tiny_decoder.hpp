@@ -23,6 +23,7 @@ struct tiny_decoder {
     std::map<std::string, std::vector<std::uint64_t>> ne;   // tensor name -> GGUF shape
     std::map<std::string, std::uint32_t> extra_u32;         // more metadata keys
     std::map<std::string, float> extra_f32;
+    std::map<std::string, std::vector<float>> extra_f32_array;
     // A vocabulary (empty: the file says no_vocab): a byte-level BPE ("gpt2") with
     // these tokens, token types and merges, and a chat template if not empty.
     std::vector<std::string> vocab, merges;
@@ -78,6 +79,7 @@ struct tiny_decoder {
         g.set(a + "attention.layer_norm_rms_epsilon", eps);
         for (const auto& [k, v] : extra_u32) g.set(a + k, v);
         for (const auto& [k, v] : extra_f32) g.set(a + k, v);
+        for (const auto& [k, v] : extra_f32_array) g.set(a + k, v);
         if (vocab.empty()) {
             g.set("tokenizer.ggml.model", "no_vocab");
         } else {

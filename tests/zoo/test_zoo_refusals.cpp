@@ -28,6 +28,7 @@
 #include "archetype/models/presets/granite.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/olmo2.hpp"
+#include "archetype/models/presets/stablelm.hpp"
 
 using namespace archetype;
 
@@ -210,13 +211,15 @@ BOOST_AUTO_TEST_CASE(family_rules_of_hugging_face_checkpoints_are_checked) {
     hf_refused([](nlohmann::json& j) { j["n_head"] = 8; j["hidden_size"] = 32; }, "hidden_size", {}, "bloom");
 }
 
-BOOST_AUTO_TEST_CASE(a_parallel_residual_block_is_refused) {
-    // StableLM-2 12B / GPT-NeoX run attention and MLP in parallel; no preset does, so a file
-    // (or a checkpoint) that asks for it is refused, never run as a sequential block.
+BOOST_AUTO_TEST_CASE(a_parallel_residual_file_is_refused_by_a_sequential_block) {
+    // StableLM-2 12B / GPT-NeoX run attention and MLP in parallel; the stablelm preset's block
+    // is sequential (SequentialBlock reads the key), so a file (or a checkpoint) that asks for
+    // it is refused, never run as a sequential block.
     edited_file f("stablelm", [](gguf::writer& w, const gguf::file&) { w.set("stablelm.use_parallel_residual", true); });
-    refused<shape_error>([&] { (void)arch::read_llama_hparams(gguf::file::open(f.path)); }, "use_parallel_residual");
+    refused<shape_error>([&] { (void)load_model<presets::stablelm_architecture>(f.path); }, "use_parallel_residual");
     edited_checkpoint c("stablelm", [](nlohmann::json& j) { j["use_parallel_residual"] = true; });
-    refused<shape_error>([&] { (void)arch::read_llama_hparams(hf::open_as_gguf(c.dir.string())); }, "use_parallel_residual");
+    refused<shape_error>([&] { (void)load_model<presets::stablelm_architecture>(hf::open_as_gguf(c.dir.string())); },
+                         "use_parallel_residual");
     edited_checkpoint ok("stablelm", [](nlohmann::json& j) { j["use_parallel_residual"] = false; });
-    BOOST_CHECK_NO_THROW((void)arch::read_llama_hparams(hf::open_as_gguf(ok.dir.string())));
+    BOOST_CHECK_NO_THROW((void)load_model<presets::stablelm_architecture>(hf::open_as_gguf(ok.dir.string())));
 }

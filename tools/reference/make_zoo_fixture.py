@@ -2,7 +2,9 @@
 """Golden fixtures for tiny random-weight models ("zoo"), made by Hugging Face transformers.
 
 For one model family (FAMILIES below; now: qwen2, qwen3, mistral, qwen3moe, stablelm,
-starcoder2, llama3, gpt2, phi3, smollm3, bloom) this script
+starcoder2, llama3, gpt2, phi3, smollm3, bloom, gemma2, olmo2, granite, the
+parallel-residual families gptneox, phi2, command-r, command-r-qknorm, and the hybrid
+ShortConv/attention lfm2) this script
   1. builds a tiny random model with transformers (fixed seed, float32, eager attention),
      with weights large enough that the logits spread over several units and with every
      bias and norm weight perturbed away from its default (0 / 1), so that a loader that
@@ -26,7 +28,15 @@ starcoder2, llama3, gpt2, phi3, smollm3, bloom) this script
      names, shapes, types, bytes) unchanged, which the script asserts. Without the key the
      GGUF would describe a different model from the transformers one for prompts longer
      than the window. starcoder2 likewise: StarCoder2Model writes no window either, and the
-     script adds `starcoder2.attention.sliding_window` (uint32, 8) the same way;
+     script adds `starcoder2.attention.sliding_window` (uint32, 8) the same way.
+     gptneox only: the converter's GPTNeoXModel.set_gguf_parameters reads hparams["rotary_pct"],
+     which transformers 5 no longer writes (it keeps rope_parameters.partial_rotary_factor);
+     a shim (Family.converter_shims, here _neox_rotary_pct_shim) wraps that method to set
+     rotary_pct from partial_rotary_factor first (the converter file is not edited; recorded
+     under "shims" in versions.json);
+     lfm2: no shim; the converter itself squeezes the depthwise conv weight [E, 1, L] to [E, L]
+     (the bit-exact check does the same) and writes attention.head_count_kv per layer (0 for a
+     ShortConv layer);
   4. runs transformers (model.eval(), torch.no_grad(), float32, eager attention) on two
      prompts (7 and 40 token ids), one batch each, and keeps the logits of every position;
   5. checks the GGUF: prints every metadata key and the tensor table, asserts the family's
@@ -48,7 +58,10 @@ starcoder2, llama3, gpt2, phi3, smollm3, bloom) this script
      apply the window) while for a shorter one it must still match. For llama3 the pass is
      also run without rope_freqs and must then differ at n=40 (so the scaling is tested).
      For qwen3moe the smallest gap between the k-th and (k+1)-th router probability must
-     be > 1e-4 (no near tie that float32 and float64 could break differently). The numpy
+     be > 1e-4 (no near tie that float32 and float64 could break differently). For lfm2 the
+     numpy pass (numpy_forward_lfm2) is also run on the 40-token prompt as 20 + 20 tokens
+     carrying the ShortConv state and the K/V: it must equal the one-chunk pass (< 1e-9), and
+     with the conv state reset at the split it must differ (> 1e-2). The numpy
      pass must use every GGUF tensor;
   6. writes into OUT/<family>/:
         model.gguf                     the converted model (all F32)
@@ -67,7 +80,8 @@ Usage:
     /work/venv-ref/bin/python tools/reference/make_zoo_fixture.py qwen2 \\
         --llama-cpp /work/peers/llama.cpp --work /work/zoo-work
     (and the same with qwen3, mistral, qwen3moe, stablelm, starcoder2, llama3, gpt2, phi3,
-    smollm3 or bloom; phi3 also writes logits_40_long.f32.bin, see PHI3_* and the README)
+    smollm3, bloom, gemma2, olmo2, granite, gptneox, phi2, command-r, command-r-qknorm or lfm2;
+    phi3 also writes logits_40_long.f32.bin, see PHI3_* and the README)
     (--out defaults to tests/data/zoo of this repository; --llama-cpp-commit overrides the
     commit read from the tree's COMMIT file or git HEAD.)
 """
@@ -94,6 +108,7 @@ INIT_STD = 0.2        # std of every Linear weight (transformers' default 0.02 g
 EMBED_STD = 1.0       # std of the token embedding rows
 BIAS_SCALE = 0.5      # biases ~ BIAS_SCALE * randn
 NORM_SCALE = 0.3      # norm weights ~ 1 + NORM_SCALE * randn
+CONV_STD = 0.5        # std of LFM2's depthwise short-convolution weights [E, 1, L] (3 taps per channel)
 
 PROMPTS: dict[int, list[int]] = {
     7: [6, 9, 91, 104, 83, 82, 10],
@@ -112,7 +127,9 @@ def _perturb_biases_and_norms(model) -> list[str]:
     """Every Linear weight (2-D, incl. a MoE router) and every stacked 3-D expert weight
     ("...experts..." parameters) ~ N(0, INIT_STD), embeddings ~ N(0, EMBED_STD), every bias
     (incl. LayerNorm biases) ~ BIAS_SCALE * randn, every norm weight (RMSNorm or LayerNorm)
-    ~ 1 + NORM_SCALE * randn. Uses the global torch RNG
+    ~ 1 + NORM_SCALE * randn (also Cohere's per-head q/k LayerNorm weights, [n_head, head_dim]),
+    LFM2's depthwise conv weights ([E, 1, L], "....conv.conv.weight") ~ N(0, CONV_STD).
+    Uses the global torch RNG
     (seeded by the caller), parameters in named_parameters() order. Returns what it touched."""
     import torch
     touched = []
@@ -126,8 +143,14 @@ def _perturb_biases_and_norms(model) -> list[str]:
                 # GPT-2/BLOOM's LayerNorms named ln_1, ln_2, ln_f
                 p.copy_(1.0 + NORM_SCALE * torch.randn_like(p))
                 kind = "norm"
-            elif "embed_tokens" in name or name.endswith(("wte.weight", "word_embeddings.weight")):
-                # token embeddings (GPT-2 transformer.wte, BLOOM transformer.word_embeddings)
+            elif p.ndim == 2 and name.endswith(("self_attn.q_norm.weight", "self_attn.k_norm.weight")):
+                # Cohere's QK LayerNorm keeps one weight row per head ([n_head, head_dim])
+                p.copy_(1.0 + NORM_SCALE * torch.randn_like(p))
+                kind = "norm"
+            elif "embed_tokens" in name or name.endswith(("wte.weight", "word_embeddings.weight",
+                                                          "embed_in.weight")):
+                # token embeddings (GPT-2 transformer.wte, BLOOM transformer.word_embeddings,
+                # GPT-NeoX gpt_neox.embed_in)
                 p.copy_(EMBED_STD * torch.randn_like(p))
                 kind = "embedding"
             elif name.endswith("wpe.weight"):
@@ -137,6 +160,11 @@ def _perturb_biases_and_norms(model) -> list[str]:
             elif p.ndim == 2:
                 p.copy_(INIT_STD * torch.randn_like(p))
                 kind = "weight"
+            elif p.ndim == 3 and name.endswith(".conv.conv.weight"):
+                # LFM2's depthwise causal Conv1d weight [E, 1, L]: 3 taps per channel, large
+                # enough that the convolution (and a wrong tap order or state) matters
+                p.copy_(CONV_STD * torch.randn_like(p))
+                kind = "conv weight"
             elif p.ndim == 3 and ".experts." in name:
                 # stacked per-expert Linear weights (Qwen3-MoE's experts.gate_up_proj
                 # [E, 2*ff, embd] and experts.down_proj [E, embd, ff]): same scale as a Linear
@@ -278,6 +306,34 @@ GEMMA2_FINAL_SOFTCAP = 30.0
 GRANITE_MULTIPLIERS = dict(embedding_multiplier=1.7, residual_multiplier=0.6,
                            attention_multiplier=0.11, logits_scaling=2.5)
 
+# Cohere (Command-R) multiplies the logits by logit_scale (CohereForCausalLM: logits * logit_scale;
+# llama.cpp command-r: ggml_scale(logits, f_logit_scale)), unlike Granite's logits_scaling, which
+# divides. 0.25 is away from 1 so that a loader that drops it, or divides by it, is caught.
+COMMAND_R_LOGIT_SCALE = 0.25
+
+
+# LFM2 (Liquid): ShortConv layers 0 and 2, attention layers 1 and 3; 3 conv taps (the real models'
+# L_cache); the 40-token prompt is also run by the numpy pass as 20 + 20 tokens carrying the state.
+LFM2_LAYER_TYPES = ["conv", "full_attention", "conv", "full_attention"]
+LFM2_CONV_L_CACHE = 3
+LFM2_SPLIT = 20
+
+
+def _neox_rotary_pct_shim(hparams: dict[str, Any]) -> str | None:
+    """llama.cpp's GPTNeoXModel.set_gguf_parameters reads hparams["rotary_pct"] (the
+    transformers 4.x config key); transformers 5 writes the fraction only as
+    rope_parameters.partial_rotary_factor. Sets rotary_pct from it (when absent) and says what
+    it did; the converter then writes rope.dimension_count = int(rotary_pct * head_dim)."""
+    if "rotary_pct" in hparams:
+        return None
+    rp = hparams.get("rope_parameters") or {}
+    prf = rp.get("partial_rotary_factor", hparams.get("partial_rotary_factor"))
+    assert prf is not None, "no partial_rotary_factor in the config"
+    hparams["rotary_pct"] = prf
+    return (f"conversion.gptneox.GPTNeoXModel.set_gguf_parameters wrapped: hparams['rotary_pct'] = "
+            f"rope_parameters['partial_rotary_factor'] ({prf}) before the original runs (transformers 5 "
+            f"writes no rotary_pct key; the converter reads it for rope.dimension_count)")
+
 
 @dataclasses.dataclass
 class Family:
@@ -304,12 +360,22 @@ class Family:
     llama3_rope: bool = False              # check rope_freqs.weight against transformers' inv_freq
     gguf_transposed: tuple[str, ...] = ()  # checkpoint parameter name suffixes the converter transposes
     #                                        (GPT-2's Conv1D weights are stored [in, out])
-    bloom_qkv: bool = False                # the converter reorders BLOOM's per-head [q, k, v] rows to Q|K|V
+    bloom_qkv: bool = False                # the converter reorders per-head [q, k, v] rows of a fused
+    #                                        query_key_value (BLOOM, GPT-NeoX) to Q|K|V
     longrope: bool = False                 # Phi-3 LongRoPE: rope_factors_{short,long}, attn_factor checks
     no_rope_layer_step: int | None = None  # SmolLM3 NoPE: layer il skips RoPE iff (il + 1) % step == 0
     norm_plus_one: bool = False            # Gemma: the converter writes norm weights as 1 + w
     softcaps: bool = False                 # Gemma 2: check that both soft caps change the logits
     multipliers: bool = False              # Granite: check that the multipliers change the logits
+    logit_scale_check: bool = False        # Command-R: check that {arch}.logit_scale changes the logits
+    converter_shims: tuple[Callable[[dict[str, Any]], str | None], ...] = ()
+    #                                        functions applied to the converter class's hparams before its
+    #                                        set_gguf_parameters (monkeypatched; recorded as "shims")
+    gguf_squeezed: tuple[str, ...] = ()    # checkpoint parameter name suffixes whose size-1 dims the
+    #                                        converter drops (LFM2's conv weight [E, 1, L] -> [E, L])
+    conv_state_split: int | None = None    # LFM2: also run the numpy pass on the 40-token prompt in two
+    #                                        chunks (this many tokens first) carrying the conv state and
+    #                                        the KV cache; must equal the one-chunk pass
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
@@ -321,6 +387,8 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
                              norm_place: str = "pre", qk_norm_whole: bool = False,
                              window_period: int | None = None, scaled_embedding: bool = False,
                              softcaps: bool | str = True, multipliers: bool = True,
+                             parallel: str | None = None, logit_scale: str = "divide",
+                             qk_norm_type: str = "rms",
                              stats: dict[str, Any] | None = None) -> np.ndarray:
     """float64 reference for a pre-norm decoder (Llama/Qwen2/Qwen3/Mistral/Qwen3-MoE/StableLM/
     StarCoder2 shape): norm, RoPE, causal GQA attention with optional q/k/v/o biases, MLP,
@@ -335,9 +403,13 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
                       transformers/Mistral rule, see MISTRAL_SLIDING_WINDOW); None: causal only.
       norm            "rms": RMSNorm (weight only), eps {arch}.attention.layer_norm_rms_epsilon;
                       "layer": LayerNorm (x - mean) / sqrt(var + eps) * weight + bias, biased
-                      variance, eps {arch}.attention.layer_norm_epsilon (StableLM, StarCoder2).
+                      variance, eps {arch}.attention.layer_norm_epsilon (StableLM, StarCoder2,
+                      GPT-NeoX, Phi-2); "layer_nobias": the same LayerNorm with weight only, no
+                      bias tensor (Cohere's CohereLayerNorm).
       ffn             "swiglu": down(silu(gate(h)) * up(h)); "gelu": down(gelu_tanh(up(h)))
-                      with GELU 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (StarCoder2);
+                      with GELU 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (StarCoder2,
+                      Phi-2's gelu_new); "gelu_erf": down(gelu(up(h))) with the exact GELU
+                      0.5 x (1 + erf(x / sqrt 2)) (GPT-NeoX's "gelu");
                       "moe": softmax router (ffn_gate_inp) over all {arch}.expert_count
                       experts, the {arch}.expert_used_count largest, their weights
                       renormalised to sum 1, SwiGLU experts ffn_{gate,up,down}_exps (Qwen3-MoE).
@@ -377,7 +449,19 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
                       {arch}.residual_scale (each sublayer output times it before the residual
                       add), {arch}.attention.scale (instead of 1/sqrt(hd)) and {arch}.logit_scale
                       (logits divided by it) when the GGUF has them; False ignores all four.
-      ffn "geglu"     down(gelu_tanh(gate(h)) * up(h)) (Gemma)."""
+      ffn "geglu"     down(gelu_tanh(gate(h)) * up(h)) (Gemma).
+      parallel        None: sequential x = x + attn(norm(x)); x = x + ffn(ffn_norm(x)).
+                      "two_norms": x = x + attn(attn_norm(x)) + ffn(ffn_norm(x)), both norms of the
+                      block input (GPT-NeoX use_parallel_residual); "one_norm": h = attn_norm(x),
+                      x = x + attn(h) + ffn(h), no ffn_norm tensor (Phi-2, Cohere/Command-R).
+                      When the GGUF has {arch}.use_parallel_residual it must agree.
+      logit_scale     how {arch}.logit_scale (when the GGUF has it and multipliers is True) is
+                      applied: "divide" (Granite's logits_scaling) or "multiply" (Cohere).
+      qk_norm_type    with qk_norm: "rms" (RMSNorm, eps rms eps) or "layer" (LayerNorm without
+                      bias, eps {arch}.attention.layer_norm_epsilon; Cohere's use_qk_norm, whose
+                      weights are per head, [n_head, head_dim] / [n_head_kv, head_dim]).
+      head bias       an output.bias tensor is added to the logits (Phi-2's lm_head bias).
+      n_head_kv       {arch}.attention.head_count_kv, or head_count when the key is absent (GPT-NeoX)."""
     used: set[str] = set()
 
     def f64(n):
@@ -386,10 +470,10 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
     n_layer = int(meta[f"{arch}.block_count"])
     n_embd = int(meta[f"{arch}.embedding_length"])
     n_head = int(meta[f"{arch}.attention.head_count"])
-    n_head_kv = int(meta[f"{arch}.attention.head_count_kv"])
+    n_head_kv = int(meta.get(f"{arch}.attention.head_count_kv", n_head))
     if norm == "rms":
         eps = float(meta[f"{arch}.attention.layer_norm_rms_epsilon"])
-    elif norm == "layer":
+    elif norm in ("layer", "layer_nobias"):
         eps = float(meta[f"{arch}.attention.layer_norm_epsilon"])
     else:
         raise ValueError(norm)
@@ -412,6 +496,12 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
     res_mul = meta_f(f"{arch}.residual_scale") if multipliers else None
     attn_mul = meta_f(f"{arch}.attention.scale") if multipliers else None
     logit_div = meta_f(f"{arch}.logit_scale") if multipliers else None
+    assert logit_scale in ("divide", "multiply"), logit_scale
+    assert parallel in (None, "two_norms", "one_norm"), parallel
+    if f"{arch}.use_parallel_residual" in meta:
+        assert bool(meta[f"{arch}.use_parallel_residual"]) == (parallel is not None), (
+            meta[f"{arch}.use_parallel_residual"], parallel)
+    assert qk_norm_type in ("rms", "layer"), qk_norm_type
 
     def rms(x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
@@ -422,10 +512,19 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
         return xc / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps) * w + b
 
     def block_norm(x, name):
-        if norm == "rms":
-            assert name + ".bias" not in tensors, f"{name}.bias present but norm='rms'"
+        if norm in ("rms", "layer_nobias"):
+            assert name + ".bias" not in tensors, f"{name}.bias present but norm={norm!r}"
+            if norm == "layer_nobias":
+                return layer_norm(x, f64(name + ".weight"), 0.0)
             return rms(x, f64(name + ".weight"))
         return layer_norm(x, f64(name + ".weight"), f64(name + ".bias"))
+
+    def qk_head_norm(x, name):
+        # per head over head_dim; the weight is [head_dim] or per head [heads, head_dim]
+        if qk_norm_type == "layer":
+            assert name + ".bias" not in tensors, f"{name}.bias present"
+            return layer_norm(x, f64(name + ".weight"), 0.0)
+        return rms(x, f64(name + ".weight"))
 
     def lin(x, name):
         y = x @ f64(name + ".weight").T
@@ -478,6 +577,10 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
     def gelu_tanh(x):
         return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
+    def gelu_erf(x):
+        import math
+        return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / np.sqrt(2.0)))
+
     if ffn == "moe":
         n_expert = int(meta[f"{arch}.expert_count"])
         n_used = int(meta[f"{arch}.expert_used_count"])
@@ -523,6 +626,7 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
         return x + y
     for il in range(n_layer):
         p = f"blk.{il}."
+        x_in = x
         layer_windowed = window_period is None or il % window_period < window_period - 1
         mask = np.where(windowed if layer_windowed else causal, 0.0, -np.inf)
         h = block_norm(x, p + "attn_norm") if norm_place != "post" else x
@@ -538,8 +642,8 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             q = lin(h, p + "attn_q").reshape(n, n_head, hd)
             k = lin(h, p + "attn_k").reshape(n, n_head_kv, hd)
         if qk_norm:
-            q = rms(q, f64(p + "attn_q_norm.weight"))
-            k = rms(k, f64(p + "attn_k_norm.weight"))
+            q = qk_head_norm(q, p + "attn_q_norm")
+            k = qk_head_norm(k, p + "attn_k_norm")
         if qk_norm_whole:
             q = rms(q.reshape(n, n_head * hd), f64(p + "attn_q_norm.weight")).reshape(n, n_head, hd)
             k = rms(k.reshape(n, n_head_kv * hd), f64(p + "attn_k_norm.weight")).reshape(n, n_head_kv, hd)
@@ -558,15 +662,27 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             s = np.exp(s - s.max(axis=-1, keepdims=True))
             s /= s.sum(axis=-1, keepdims=True)
             o[:, hh, :] = s @ v[:, kv, :]
-        x = residual(x, lin(o.reshape(n, n_head * hd), p + "attn_output"), p + "post_attention_norm")
-        h = block_norm(x, p + "ffn_norm") if norm_place != "post" else x
+        attn_out = lin(o.reshape(n, n_head * hd), p + "attn_output")
+        if parallel is None:
+            x = residual(x, attn_out, p + "post_attention_norm")
+            h = block_norm(x, p + "ffn_norm") if norm_place != "post" else x
+        else:
+            assert norm_place == "pre" and res_mul is None, (norm_place, res_mul)
+            if parallel == "two_norms":
+                h = block_norm(x_in, p + "ffn_norm")
+            else:
+                assert p + "ffn_norm.weight" not in tensors, "ffn_norm present but parallel='one_norm'"
+                # h: the attn_norm output, shared by attention and MLP
         if ffn == "swiglu":
             g, u = lin(h, p + "ffn_gate"), lin(h, p + "ffn_up")
             y = lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
         elif ffn == "geglu":
             y = lin(gelu_tanh(lin(h, p + "ffn_gate")) * lin(h, p + "ffn_up"), p + "ffn_down")
-        elif ffn == "gelu":
-            y = lin(gelu_tanh(lin(h, p + "ffn_up")), p + "ffn_down")
+        elif ffn in ("gelu", "gelu_erf"):
+            u = lin(h, p + "ffn_up")
+            if f"{arch}.feed_forward_length" in meta:
+                assert u.shape[1] == int(meta[f"{arch}.feed_forward_length"]), (u.shape, meta[f"{arch}.feed_forward_length"])
+            y = lin(gelu_tanh(u) if ffn == "gelu" else gelu_erf(u), p + "ffn_down")
         elif ffn == "swiglu_fused":
             gu = lin(h, p + "ffn_up")
             n_ff = int(meta[f"{arch}.feed_forward_length"])
@@ -577,12 +693,15 @@ def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any
             y = moe(h, p)
         else:
             raise ValueError(ffn)
-        x = residual(x, y, p + "post_ffw_norm")
+        if parallel is None:
+            x = residual(x, y, p + "post_ffw_norm")
+        else:
+            x = x_in + attn_out + y
     x = block_norm(x, "output_norm")
     head = "output" if "output.weight" in tensors else "token_embd"
     logits = lin(x, head)
     if logit_div is not None:
-        logits = logits / logit_div
+        logits = logits / logit_div if logit_scale == "divide" else logits * logit_div
     if final_softcap is not None:
         logits = final_softcap * np.tanh(logits / final_softcap)
     unused = sorted(set(tensors) - used)
@@ -685,6 +804,137 @@ def numpy_forward_gpt2_bloom(tensors: dict[str, np.ndarray], meta: dict[str, Any
     unused = sorted(set(tensors) - used)
     assert not unused, f"GGUF tensors not used by the numpy forward: {unused}"
     return logits
+
+
+def numpy_forward_lfm2(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
+                       ids: list[int], rope_style: str, *, qk_norm: bool = True,
+                       sliding_window: int | None = None, split: int | None = None,
+                       carry_conv_state: bool = True,
+                       stats: dict[str, Any] | None = None) -> np.ndarray:
+    """float64 reference for Liquid LFM2 (hybrid of gated short-convolution and attention
+    layers), everything read from the GGUF. Layer il is a ShortConv layer iff
+    {arch}.attention.head_count_kv[il] == 0 (llama.cpp: is_recr = n_head_kv(il) == 0), an
+    attention layer otherwise. Every block, with RMSNorm rms(x, w) = x / sqrt(mean(x^2) + eps) * w
+    (eps {arch}.attention.layer_norm_rms_epsilon):
+        h = rms(x, attn_norm)                  (transformers' operator_norm)
+        x = x + op(h)
+        x = x + ffn_down(silu(ffn_gate(rms(x, ffn_norm))) * ffn_up(rms(x, ffn_norm)))
+    then rms(x, token_embd_norm) (the FINAL norm: llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2 is named
+    "token_embd_norm"; transformers' model.embedding_norm), head output.weight or (tied)
+    token_embd.weight.
+      ShortConv op (L = {arch}.shortconv.l_cache taps): bcx = shortconv.in_proj(h) ([3E] per token;
+        in_proj.weight ggml ne [E, 3E]); B = bcx[0:E], C = bcx[E:2E], X = bcx[2E:3E]; bx = B * X;
+        with s = the L-1 previous bx rows (oldest first; zeros at the sequence start) followed by
+        this chunk's bx rows, conv[t, e] = sum_{i=0}^{L-1} s[t + i, e] * w[e, i], where w is
+        shortconv.conv.weight (numpy [E, L], ggml ne [L, E]; w[e, L-1] multiplies the current
+        token's bx, w[e, 0] the one L-1 tokens back); y = shortconv.out_proj(C * conv). The new
+        state is the last L-1 rows of s.
+      attention op: q/k/v projections, per-head RMSNorm of q and k over head_dim (attn_q_norm /
+        attn_k_norm, [head_dim], the same eps), RoPE (NEOX: rotate halves) with
+        {arch}.rope.freq_base on {arch}.rope.dimension_count dims, causal GQA softmax(q k^T /
+        sqrt(head_dim)) v, attn_output.
+    split: run ids[:split] then ids[split:] as two chunks, carrying each ShortConv layer's state
+    and each attention layer's K/V (positions continue); carry_conv_state=False resets the conv
+    state to zeros at the second chunk (used to show that the state matters). Every GGUF tensor
+    must be used (asserted)."""
+    assert rope_style == "neox" and qk_norm and sliding_window is None, (rope_style, qk_norm, sliding_window)
+    used: set[str] = set()
+
+    def f64(nm):
+        used.add(nm)
+        return tensors[nm].astype(np.float64)
+    n_layer = int(meta[f"{arch}.block_count"])
+    n_embd = int(meta[f"{arch}.embedding_length"])
+    n_head = int(meta[f"{arch}.attention.head_count"])
+    hkv = meta[f"{arch}.attention.head_count_kv"]
+    hkv = [int(v) for v in hkv] if isinstance(hkv, list) else [int(hkv)] * n_layer
+    assert len(hkv) == n_layer, hkv
+    n_ff = meta[f"{arch}.feed_forward_length"]
+    n_ff = [int(v) for v in n_ff] if isinstance(n_ff, list) else [int(n_ff)] * n_layer
+    L = int(meta[f"{arch}.shortconv.l_cache"])
+    assert L > 1, L
+    eps = float(meta[f"{arch}.attention.layer_norm_rms_epsilon"])
+    base = float(meta[f"{arch}.rope.freq_base"])
+    hd = int(meta.get(f"{arch}.attention.key_length", n_embd // n_head))
+    n_rot = int(meta.get(f"{arch}.rope.dimension_count", hd))
+    assert n_rot == hd, (n_rot, hd)
+
+    def rms(x, w):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+    def lin(x, nm):
+        assert nm + ".bias" not in tensors, f"{nm}.bias present"
+        return x @ f64(nm + ".weight").T
+    inv = base ** (-np.arange(0, n_rot, 2, dtype=np.float64) / n_rot)
+
+    def rope(x, pos):  # x [n, heads, hd], NEOX (rotate halves)
+        ang = pos[:, None] * inv[None, :]
+        cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+        a, b = x[..., : n_rot // 2], x[..., n_rot // 2:]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+
+    chunks = [list(ids)] if split is None else [list(ids[:split]), list(ids[split:])]
+    conv_state = {il: np.zeros((L - 1, n_embd)) for il in range(n_layer) if hkv[il] == 0}
+    kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    head = "output" if "output.weight" in tensors else "token_embd"
+    out, p0 = [], 0
+    for ci, chunk in enumerate(chunks):
+        n = len(chunk)
+        pos = p0 + np.arange(n, dtype=np.float64)
+        x = f64("token_embd.weight")[np.asarray(chunk)]
+        for il in range(n_layer):
+            p = f"blk.{il}."
+            h = rms(x, f64(p + "attn_norm.weight"))
+            if hkv[il] == 0:
+                for nm in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
+                    assert p + nm + ".weight" not in tensors, f"{p}{nm} in a ShortConv layer"
+                bcx = lin(h, p + "shortconv.in_proj")                       # [n, 3E]
+                assert bcx.shape[1] == 3 * n_embd, bcx.shape
+                b, c, xx = bcx[:, :n_embd], bcx[:, n_embd:2 * n_embd], bcx[:, 2 * n_embd:]
+                w = f64(p + "shortconv.conv.weight")                        # [E, L]
+                assert w.shape == (n_embd, L), w.shape
+                if ci > 0 and not carry_conv_state:
+                    conv_state[il] = np.zeros((L - 1, n_embd))
+                s = np.concatenate([conv_state[il], b * xx], axis=0)       # [L-1+n, E]
+                conv = np.zeros((n, n_embd))
+                for i in range(L):
+                    conv += s[i:i + n] * w[:, i]
+                conv_state[il] = s[-(L - 1):]
+                y = lin(c * conv, p + "shortconv.out_proj")
+            else:
+                for nm in ("shortconv.in_proj", "shortconv.conv", "shortconv.out_proj"):
+                    assert p + nm + ".weight" not in tensors, f"{p}{nm} in an attention layer"
+                nkv = hkv[il]
+                q = lin(h, p + "attn_q").reshape(n, n_head, hd)
+                k = lin(h, p + "attn_k").reshape(n, nkv, hd)
+                v = lin(h, p + "attn_v").reshape(n, nkv, hd)
+                q = rope(rms(q, f64(p + "attn_q_norm.weight")), pos)
+                k = rope(rms(k, f64(p + "attn_k_norm.weight")), pos)
+                if il in kv_cache:
+                    k = np.concatenate([kv_cache[il][0], k], axis=0)
+                    v = np.concatenate([kv_cache[il][1], v], axis=0)
+                kv_cache[il] = (k, v)
+                qpos, kpos = pos[:, None], np.arange(k.shape[0], dtype=np.float64)[None, :]
+                mask = np.where(kpos <= qpos, 0.0, -np.inf)
+                group = n_head // nkv
+                o = np.empty((n, n_head, hd))
+                for hh in range(n_head):
+                    sc = q[:, hh, :] @ k[:, hh // group, :].T / np.sqrt(hd) + mask
+                    sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
+                    sc /= sc.sum(axis=-1, keepdims=True)
+                    o[:, hh, :] = sc @ v[:, hh // group, :]
+                y = lin(o.reshape(n, n_head * hd), p + "attn_output")
+            x = x + y
+            h = rms(x, f64(p + "ffn_norm.weight"))
+            g, u = lin(h, p + "ffn_gate"), lin(h, p + "ffn_up")
+            assert g.shape[1] == n_ff[il], (g.shape, n_ff[il])
+            x = x + lin(g / (1.0 + np.exp(-g)) * u, p + "ffn_down")
+        x = rms(x, f64("token_embd_norm.weight"))
+        out.append(lin(x, head))
+        p0 += n
+    unused = sorted(set(tensors) - used)
+    assert not unused, f"GGUF tensors not used by the numpy forward: {unused}"
+    return np.concatenate(out, axis=0)
 
 
 FAMILIES: dict[str, Family] = {
@@ -1131,6 +1381,179 @@ FAMILIES: dict[str, Family] = {
         gguf_qk_permuted=True,
         multipliers=True,
     ),
+    "gptneox": Family(
+        config_cls=_transformers_class("GPTNeoXConfig"),
+        model_cls=_transformers_class("GPTNeoXForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=256, num_hidden_layers=2,
+            num_attention_heads=4,                                     # head_dim 16, no GQA
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                             "partial_rotary_factor": 0.25},           # n_rot 4 (Pythia's rotary_pct)
+            layer_norm_eps=1e-5, hidden_act="gelu", use_parallel_residual=True,
+            attention_bias=True, tie_word_embeddings=False,
+            attention_dropout=0.0, hidden_dropout=0.0,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # embed_in: embedding rule; embed_out: 2-D weight
+        converter_class=("conversion.gptneox", "GPTNeoXModel"),
+        gguf_arch="gptneox",
+        llama_arch_enum="LLM_ARCH_GPTNEOX",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output_norm.bias", "output.weight",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_norm.bias",
+            "blk.{bid}.attn_qkv.weight", "blk.{bid}.attn_qkv.bias",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.attn_output.bias",
+            "blk.{bid}.ffn_norm.weight", "blk.{bid}.ffn_norm.bias",
+            "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_up.bias",
+            "blk.{bid}.ffn_down.weight", "blk.{bid}.ffn_down.bias",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"norm": "layer", "ffn": "gelu_erf", "parallel": "two_norms"},
+        bloom_qkv=True,                              # query_key_value rows per head [q, k, v] -> Q|K|V
+        converter_shims=(_neox_rotary_pct_shim,),
+    ),
+    "phi2": Family(
+        config_cls=_transformers_class("PhiConfig"),
+        model_cls=_transformers_class("PhiForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64,
+            intermediate_size=256,                       # the phi2 converter hard-codes 4 * hidden_size
+            num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=4,                       # the converter writes head_count_kv = head_count
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                             "partial_rotary_factor": 0.5},            # n_rot 8
+            layer_norm_eps=1e-5, hidden_act="gelu_new", qk_layernorm=False,
+            tie_word_embeddings=False, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # incl. lm_head.bias: bias rule
+        converter_class=("conversion.phi", "Phi2Model"),
+        gguf_arch="phi2",
+        llama_arch_enum="LLM_ARCH_PHI2",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "output_norm.bias",
+            "output.weight", "output.bias",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.attn_norm.bias",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_q.bias",
+            "blk.{bid}.attn_k.weight", "blk.{bid}.attn_k.bias",
+            "blk.{bid}.attn_v.weight", "blk.{bid}.attn_v.bias",
+            "blk.{bid}.attn_output.weight", "blk.{bid}.attn_output.bias",
+            "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_up.bias",
+            "blk.{bid}.ffn_down.weight", "blk.{bid}.ffn_down.bias",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"norm": "layer", "ffn": "gelu", "parallel": "one_norm"},
+    ),
+    "command-r": Family(
+        config_cls=_transformers_class("CohereConfig"),
+        model_cls=_transformers_class("CohereForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            layer_norm_eps=1e-5, logit_scale=COMMAND_R_LOGIT_SCALE, hidden_act="silu",
+            attention_bias=False, attention_dropout=0.0, tie_word_embeddings=True,
+            use_qk_norm=False,
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,
+        converter_class=("conversion.command_r", "CommandR2Model"),
+        gguf_arch="command-r",
+        llama_arch_enum="LLM_ARCH_COMMAND_R",
+        rope_style="norm",                           # Cohere's own RoPE rotates adjacent pairs: no permutation
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_output.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        numpy_options={"norm": "layer_nobias", "parallel": "one_norm", "logit_scale": "multiply"},
+        logit_scale_check=True,
+    ),
+    "command-r-qknorm": Family(
+        config_cls=_transformers_class("CohereConfig"),
+        model_cls=_transformers_class("CohereForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            layer_norm_eps=1e-5, logit_scale=COMMAND_R_LOGIT_SCALE, hidden_act="silu",
+            attention_bias=False, attention_dropout=0.0, tie_word_embeddings=True,
+            use_qk_norm=True,                            # per-head q/k LayerNorm, weights [heads, head_dim]
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # q_norm/k_norm [heads, head_dim]: norm rule
+        converter_class=("conversion.command_r", "CommandR2Model"),
+        gguf_arch="command-r",
+        llama_arch_enum="LLM_ARCH_COMMAND_R",
+        rope_style="norm",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight",
+            "blk.{bid}.attn_norm.weight",
+            "blk.{bid}.attn_q.weight", "blk.{bid}.attn_k.weight", "blk.{bid}.attn_v.weight",
+            "blk.{bid}.attn_output.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+            "blk.{bid}.attn_q_norm.weight", "blk.{bid}.attn_k_norm.weight",
+        ],
+        numpy_forward=numpy_forward_llama_like,
+        qk_norm=True,
+        numpy_options={"norm": "layer_nobias", "parallel": "one_norm", "logit_scale": "multiply",
+                       "qk_norm_type": "layer"},
+        logit_scale_check=True,
+    ),
+    "lfm2": Family(
+        config_cls=_transformers_class("Lfm2Config"),
+        model_cls=_transformers_class("Lfm2ForCausalLM"),
+        config_kwargs=dict(
+            vocab_size=128, hidden_size=64, num_hidden_layers=4,
+            intermediate_size=128, block_auto_adjust_ff_dim=False,   # FFN width = 128 as given (with the
+            #                                              auto adjustment both transformers and the converter
+            #                                              would use 256 * ceil(int(2 * 128 / 3) / 256) = 256)
+            block_multiple_of=256, block_ffn_dim_multiplier=1.0,     # read by the converter (unused here)
+            num_attention_heads=4, num_key_value_heads=2,              # head_dim 16
+            layer_types=list(LFM2_LAYER_TYPES), full_attn_idxs=[1, 3],
+            conv_L_cache=LFM2_CONV_L_CACHE, conv_bias=False,
+            max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            norm_eps=1e-5, tie_word_embeddings=True,                 # LFM2's default: tied head
+            bos_token_id=1, eos_token_id=2, pad_token_id=None,
+            attn_implementation="eager", dtype="float32",
+        ),
+        perturb=_perturb_biases_and_norms,           # conv.conv.weight [E, 1, L]: conv rule (N(0, CONV_STD))
+        converter_class=("conversion.lfm2", "LFM2Model"),
+        gguf_arch="lfm2",
+        llama_arch_enum="LLM_ARCH_LFM2",
+        rope_style="neox",
+        required_tensors=[
+            "token_embd.weight", "token_embd_norm.weight",
+            "blk.{bid}.attn_norm.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate.weight", "blk.{bid}.ffn_up.weight", "blk.{bid}.ffn_down.weight",
+            # ShortConv layers 0 and 2
+            "blk.0.shortconv.conv.weight", "blk.0.shortconv.in_proj.weight", "blk.0.shortconv.out_proj.weight",
+            "blk.2.shortconv.conv.weight", "blk.2.shortconv.in_proj.weight", "blk.2.shortconv.out_proj.weight",
+            # attention layers 1 and 3
+            "blk.1.attn_q.weight", "blk.1.attn_k.weight", "blk.1.attn_v.weight", "blk.1.attn_output.weight",
+            "blk.1.attn_q_norm.weight", "blk.1.attn_k_norm.weight",
+            "blk.3.attn_q.weight", "blk.3.attn_k.weight", "blk.3.attn_v.weight", "blk.3.attn_output.weight",
+            "blk.3.attn_q_norm.weight", "blk.3.attn_k_norm.weight",
+        ],
+        numpy_forward=numpy_forward_lfm2,
+        qk_norm=True,
+        gguf_squeezed=(".conv.conv.weight",),
+        conv_state_split=LFM2_SPLIT,
+    ),
 }
 
 
@@ -1169,9 +1592,12 @@ def make_dummy_set_vocab(calls: list[int]):
     return dummy_set_vocab
 
 
-def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, model_name: str):
+def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, model_name: str,
+                    shims_applied: list[str] | None = None):
     """Runs llama.cpp's convert_hf_to_gguf.main() in this process with the family's
-    converter class's set_vocab replaced."""
+    converter class's set_vocab replaced and, for a family with converter_shims, its
+    set_gguf_parameters wrapped so that each shim edits self.hparams first (what the shims
+    did is appended to shims_applied)."""
     sys.path.insert(0, str(llama_cpp / "gguf-py"))
     sys.path.insert(0, str(llama_cpp))
     import gguf  # noqa: F401  (the tree's gguf-py)
@@ -1183,6 +1609,16 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
     calls: list[int] = []
     original = cls.__dict__.get("set_vocab")
     cls.set_vocab = make_dummy_set_vocab(calls)
+    original_params = cls.__dict__.get("set_gguf_parameters")
+    if fam.converter_shims:
+        inner = cls.set_gguf_parameters          # the class's own or the inherited one
+
+        def shimmed_set_gguf_parameters(self):
+            for shim in fam.converter_shims:
+                if (what := shim(self.hparams)) is not None and shims_applied is not None:
+                    shims_applied.append(what)
+            return inner(self)
+        cls.set_gguf_parameters = shimmed_set_gguf_parameters
     argv = ["convert_hf_to_gguf.py", str(hf_dir), "--outtype", "f32", "--outfile", str(out_file),
             "--model-name", model_name]
     saved_argv = sys.argv
@@ -1195,6 +1631,11 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
             cls.set_vocab = original
         else:
             del cls.set_vocab                   # inherited before: back to the base class's
+        if fam.converter_shims:
+            if original_params is not None:
+                cls.set_gguf_parameters = original_params
+            else:
+                del cls.set_gguf_parameters
     assert calls, f"{fam.converter_class[1]}.set_vocab was not the one called: the converter picked another class"
     return argv[1:]
 
@@ -1359,8 +1800,11 @@ def main() -> None:
 
     # 3. the GGUF
     gguf_work = work / "model.gguf"
+    shims_applied: list[str] = []
     conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), hf_dir, gguf_work,
-                                model_name=f"zoo-{args.family}-tiny")
+                                model_name=f"zoo-{args.family}-tiny", shims_applied=shims_applied)
+    if fam.converter_shims:
+        print("converter shims: " + ("; ".join(shims_applied) if shims_applied else "none needed"))
     commit = llama_cpp_commit(args.llama_cpp, args.llama_cpp_commit)
     if fam.gguf_added_keys:
         add_gguf_keys(gguf_work, fam.gguf_added_keys)
@@ -1417,20 +1861,31 @@ def main() -> None:
                 sd[k] = np.ascontiguousarray(sd[k].T)
                 transposed += 1
         print(f"compared {transposed} Conv1D weights transposed")
+    if fam.gguf_squeezed:
+        # LFM2's depthwise Conv1d weight is [E, 1, L]; the converter drops the size-1 dim
+        # (LFM2Model.modify_tensors: "conv op requires 2d tensor"), GGUF ne [L, E]
+        squeezed = 0
+        for k in sd:
+            if k.endswith(fam.gguf_squeezed):
+                sd[k] = np.ascontiguousarray(sd[k].squeeze(1))
+                squeezed += 1
+        assert squeezed > 0, squeezed
+        print(f"compared {squeezed} weights with their size-1 dim 1 dropped")
     if fam.bloom_qkv:
-        # BLOOM's query_key_value rows are per head [q_h, k_h, v_h] (head_dim rows each, heads
-        # in order: BloomAttention._reshape views [.., n_head, 3, head_dim]); the converter
+        # BLOOM's / GPT-NeoX's query_key_value rows are per head [q_h, k_h, v_h] (head_dim rows
+        # each, heads in order: BloomAttention._reshape views [.., n_head, 3, head_dim],
+        # GPTNeoXAttention views [.., n_head, 3 * head_size] and chunks it in 3); the converter
         # writes all q rows, then all k, then all v. The same reordering, written independently:
-        n_h = config.n_head
+        n_h = int(meta[f"{fam.gguf_arch}.attention.head_count"])
         reordered = 0
         for k in sd:
-            if k.endswith("self_attention.query_key_value.weight") or k.endswith("self_attention.query_key_value.bias"):
+            if k.endswith((".query_key_value.weight", ".query_key_value.bias")):
                 w = sd[k]
                 hd_ = w.shape[0] // (3 * n_h)
                 rows = [h * 3 * hd_ + part * hd_ + r for part in range(3) for h in range(n_h) for r in range(hd_)]
                 sd[k] = np.ascontiguousarray(w[rows])
                 reordered += 1
-        assert reordered == 2 * config.n_layer, reordered
+        assert reordered == 2 * n_layer, reordered
         print(f"compared {reordered} query_key_value weights/biases with rows reordered to Q|K|V")
     if fam.gguf_qk_permuted:
         permuted = 0
@@ -1567,6 +2022,25 @@ def main() -> None:
             "rule": f"layer il applies RoPE iff (il + 1) % {step} != 0 (transformers no_rope_layer_interval "
                     f"{config.no_rope_layer_interval}; llama.cpp n_no_rope_layer_step {step}, not in the GGUF)",
         }
+    if fam.numpy_forward is numpy_forward_lfm2:
+        # the hybrid layout as the converter encodes it: head_count_kv per layer, 0 = ShortConv
+        hkv = meta[f"{arch}.attention.head_count_kv"]
+        expect = [config.num_key_value_heads if t == "full_attention" else 0 for t in config.layer_types]
+        print(f"layer_types {config.layer_types}; GGUF {arch}.attention.head_count_kv {hkv}; "
+              f"{arch}.shortconv.l_cache {meta[f'{arch}.shortconv.l_cache']}")
+        assert hkv == expect and 0 in hkv and any(hkv), (hkv, expect)
+        assert int(meta[f"{arch}.shortconv.l_cache"]) == config.conv_L_cache
+        assert int(meta[f"{arch}.feed_forward_length"]) == config.intermediate_size
+        assert [layer.feed_forward.w1.out_features for layer in model.model.layers] == [config.intermediate_size] * n_layer
+        extra_versions["lfm2"] = {
+            "layer_types": list(config.layer_types),
+            "gguf_head_count_kv": hkv,
+            "rule": "layer il is a ShortConv layer iff attention.head_count_kv[il] == 0 (llama.cpp is_recr)",
+            "shortconv": "bcx = in_proj(h); B, C, X = bcx[0:E], bcx[E:2E], bcx[2E:3E]; s = [L-1 previous B*X rows "
+                         "(zeros at the start); B*X rows]; conv[t, e] = sum_i s[t+i, e] * w[e, i] "
+                         "(w = shortconv.conv.weight, ggml ne [L, E]); y = out_proj(C * conv)",
+            "final_norm": "token_embd_norm.weight (transformers model.embedding_norm, applied after the last layer)",
+        }
     if fam.numpy_forward is numpy_forward_gpt2_bloom and fam.numpy_options.get("positions") == "alibi":
         from transformers.models.bloom.modeling_bloom import build_alibi_tensor
         n_h = int(meta[f"{arch}.attention.head_count"])
@@ -1592,6 +2066,26 @@ def main() -> None:
             numpy_diff[n] = d
             print(f"numpy float64 forward on the GGUF vs transformers, n={n}: max |diff| {d:.3e}")
         assert max(numpy_diff.values()) < 1e-4, numpy_diff
+        if fam.conv_state_split is not None:
+            # the same pass on the 40-token prompt in two chunks, carrying each ShortConv layer's
+            # last L-1 inputs and each attention layer's K/V: must equal the one-chunk pass; with
+            # the conv state reset to zeros at the second chunk it must differ (the state matters)
+            n40 = PROMPTS[40]
+            sp = fam.conv_state_split
+            one = fam.numpy_forward(tensors, meta, arch, n40, fam.rope_style, qk_norm=fam.qk_norm,
+                                    sliding_window=window, **fam.numpy_options)
+            two = fam.numpy_forward(tensors, meta, arch, n40, fam.rope_style, qk_norm=fam.qk_norm,
+                                    sliding_window=window, split=sp, **fam.numpy_options)
+            reset = fam.numpy_forward(tensors, meta, arch, n40, fam.rope_style, qk_norm=fam.qk_norm,
+                                      sliding_window=window, split=sp, carry_conv_state=False,
+                                      **fam.numpy_options)
+            d_split = float(np.abs(two - one).max())
+            d_reset = float(np.abs(reset - one).max())
+            print(f"  numpy n=40 as {sp} + {40 - sp} tokens carrying conv state and K/V vs one chunk: "
+                  f"max |diff| {d_split:.3e}; with the conv state reset at the split: {d_reset:.3e}")
+            assert d_split < 1e-9 and d_reset > 1e-2, (d_split, d_reset)
+            extra_checks[f"numpy_split_{sp}_{40 - sp}_carrying_conv_state_vs_one_chunk_max_abs_diff"] = d_split
+            extra_checks[f"numpy_split_{sp}_{40 - sp}_conv_state_reset_vs_one_chunk_max_abs_diff"] = d_reset
         if "router_min_margin" in numpy_stats:
             # no near tie between the k-th and (k+1)-th expert, so float32 and float64 agree on the choice
             print(f"smallest gap between the k-th and (k+1)-th router probability: {numpy_stats['router_min_margin']:.3e}")
@@ -1668,7 +2162,8 @@ def main() -> None:
                 str(n): d for n, d in all_rope.items()}
         for flag, option, value, what in ((fam.softcaps, "softcaps", "attn_off", "attention soft cap"),
                                           (fam.softcaps, "softcaps", "final_off", "final soft cap"),
-                                          (fam.multipliers, "multipliers", False, "multipliers")):
+                                          (fam.multipliers, "multipliers", False, "multipliers"),
+                                          (fam.logit_scale_check, "multipliers", False, "logit scale")):
             if not flag:
                 continue
             # the file's keys really change the model: without them the reference must differ
@@ -1803,6 +2298,8 @@ def main() -> None:
         if no_rope_freqs_diff is not None:
             versions["checks"]["numpy_float64_without_rope_freqs_vs_transformers_max_abs_diff"] = {
                 str(n): d for n, d in no_rope_freqs_diff.items()}
+    if fam.converter_shims:
+        versions["shims"] = list(shims_applied)
     versions.update(extra_versions)
     versions["checks"].update(extra_checks)
     if "logits_40_long.f32.bin" in extra_files:

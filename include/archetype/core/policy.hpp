@@ -24,6 +24,8 @@ struct pooling {};    ///< NoPooling, MeanPooling, ClsPooling, LastPooling, MaxP
 struct embd_norm {};  ///< NoNormalize, MaxAbsInt16, L1Normalize, L2Normalize, PNormalize
 struct storage {};    ///< F32, F16, BF16, Q8_0, ... (weight storage)
 struct embedding {};  ///< PlainEmbedding, ScaledEmbedding (token embedding scale)
+struct block {};      ///< SequentialBlock, ParallelResidual, ParallelResidualTwoNorms (decoder layer shape)
+struct logits {};     ///< PlainLogits, LogitMultiplier (what is done to the logits)
 } // namespace axis
 
 namespace detail {
@@ -39,7 +41,7 @@ inline constexpr bool is_axis =
     std::is_same_v<A, axis::mixer> || std::is_same_v<A, axis::ffn> ||
     std::is_same_v<A, axis::norm> || std::is_same_v<A, axis::pooling> ||
     std::is_same_v<A, axis::embd_norm> || std::is_same_v<A, axis::storage> ||
-    std::is_same_v<A, axis::embedding>;
+    std::is_same_v<A, axis::embedding> || std::is_same_v<A, axis::block> || std::is_same_v<A, axis::logits>;
 } // namespace detail
 
 /// The axis a type belongs to, or void when it is not a policy.

@@ -20,6 +20,7 @@
 //   string = u64 length + bytes; array = u32 element type + u64 count + elements.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cstddef>
@@ -471,11 +472,20 @@ public:
 
     /// Metadata in file order (key, type, printable value via value.to_string()).
     const std::vector<metadata_entry>& metadata() const noexcept { return kv_; }
+    /// The entry of `key`, or null. Every lookup (has, get, get_or, type_of, find) marks
+    /// the key as read in the file's key ledger (io/key_ledger.hpp): a loader checks at
+    /// the end that no key of the model went unread.
     const metadata_entry* find(std::string_view key) const {
         auto it = std::lower_bound(kv_sorted_.begin(), kv_sorted_.end(), key,
                                    [&](std::uint32_t i, std::string_view k) { return kv_[i].key < k; });
-        return it != kv_sorted_.end() && kv_[*it].key == key ? &kv_[*it] : nullptr;
+        if (it == kv_sorted_.end() || kv_[*it].key != key) return nullptr;
+        read_.mark(*it);
+        return &kv_[*it];
     }
+    /// `s` with bytes outside printable ASCII as \\xNN (keys and names from a hostile file).
+    static std::string printable_name(std::string_view s) { return printable(s); }
+    /// Whether the entry at metadata()[i] has been looked up (the key ledger).
+    bool was_read(std::size_t i) const noexcept { return read_.test(i); }
     const metadata_entry& entry(std::string_view key) const {
         const auto* e = find(key);
         if (!e) throw format_error("missing key '" + std::string(key) + "'");
@@ -541,6 +551,7 @@ private:
                                                    static_cast<std::size_t>(c.pos() - start))}});
         }
         kv_sorted_ = sorted_index(kv_, [](const metadata_entry& e) { return e.key; });
+        read_.resize(kv_.size());
         for (std::size_t i = 1; i < kv_sorted_.size(); ++i)
             if (kv_[kv_sorted_[i]].key == kv_[kv_sorted_[i - 1]].key)
                 throw format_error("duplicate metadata key '" + printable(kv_[kv_sorted_[i]].key) + "'");
@@ -680,6 +691,35 @@ private:
     std::uint64_t data_offset_ = 0;
     std::vector<metadata_entry> kv_;
     std::vector<std::uint32_t> kv_sorted_;
+    /// One flag per metadata entry: looked up or not. Relaxed atomics, as lookups are
+    /// const and sessions on several threads may share one file; copies copy the flags.
+    class read_flags {
+    public:
+        read_flags() = default;
+        read_flags(const read_flags& o) { *this = o; }
+        read_flags& operator=(const read_flags& o) {
+            if (this != &o) {
+                resize(o.n_);
+                for (std::size_t i = 0; i < n_; ++i) f_[i].store(o.test(i), std::memory_order_relaxed);
+            }
+            return *this;
+        }
+        read_flags(read_flags&&) noexcept = default;
+        read_flags& operator=(read_flags&&) noexcept = default;
+        void resize(std::size_t n) {
+            f_ = std::make_unique<std::atomic<bool>[]>(n);
+            n_ = n;
+        }
+        void mark(std::size_t i) const noexcept {
+            if (i < n_) f_[i].store(true, std::memory_order_relaxed);
+        }
+        bool test(std::size_t i) const noexcept { return i < n_ && f_[i].load(std::memory_order_relaxed); }
+
+    private:
+        std::unique_ptr<std::atomic<bool>[]> f_;
+        std::size_t n_ = 0;
+    };
+    read_flags read_;
     std::vector<tensor_info> tensors_;
     std::vector<std::uint32_t> t_sorted_;
 };

@@ -36,6 +36,10 @@ struct check_composition {
     static_assert(count_on_axis<axis::storage, Ps...> <= 1, "archetype: two weight-storage policies given: keep one");
     static_assert(count_on_axis<axis::embedding, Ps...> <= 1,
                   "archetype: two embedding policies given (PlainEmbedding/ScaledEmbedding): keep one");
+    static_assert(count_on_axis<axis::block, Ps...> <= 1,
+                  "archetype: two block shapes given (SequentialBlock/ParallelResidual/ParallelResidualTwoNorms): keep one");
+    static_assert(count_on_axis<axis::logits, Ps...> <= 1,
+                  "archetype: two logits policies given (PlainLogits/LogitMultiplier): keep one");
     static constexpr bool ok = true;
 };
 

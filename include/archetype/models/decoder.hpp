@@ -10,17 +10,22 @@
 // Defaults for a missing axis: heads GQA<dynamic, dynamic> (from the file),
 // position RoPE, mask Causal, cache FullCache, mixer SelfAttention, ffn SwiGLU,
 // norm RMSNorm (pre-norm blocks; PrePostNorm<RMSNorm> adds a norm after each
-// sublayer, NormAfterSublayer<RMSNorm> has only that one), storage WeightsFromFile, embedding PlainEmbedding.
+// sublayer, NormAfterSublayer<RMSNorm> has only that one), block SequentialBlock
+// (ParallelResidual: x + mixer(n(x)) + ffn(n(x))), logits PlainLogits, storage
+// WeightsFromFile, embedding PlainEmbedding.
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/models/compose.hpp"
+#include "archetype/policies/block.hpp"
 #include "archetype/policies/cache.hpp"
 #include "archetype/policies/embedding.hpp"
 #include "archetype/policies/ffn.hpp"
 #include "archetype/policies/heads.hpp"
+#include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
 #include "archetype/policies/norm.hpp"
@@ -100,6 +105,14 @@ struct Decoder {
     static constexpr bool sandwich_norms = detail::decoder_base_norm<norm>::sandwich;
     static constexpr bool pre_norms = detail::decoder_base_norm<norm>::pre;
     using embedding = policy_on_axis_t<axis::embedding, PlainEmbedding, Policies...>;
+    /// The layer's shape: how the mixer and the feed-forward meet the residual stream.
+    using block = policy_on_axis_t<axis::block, SequentialBlock, Policies...>;
+    /// What is done to the logits (LogitMultiplier: Command-R's logit_scale).
+    using logits = policy_on_axis_t<axis::logits, PlainLogits, Policies...>;
+
+    static_assert(!(detail::block_is_parallel<block> && (sandwich_norms || !pre_norms)),
+                  "archetype: a parallel residual block norms the stream once before both sublayers: use a plain "
+                  "norm (RMSNorm, LayerNorm), not PrePostNorm or NormAfterSublayer");
 
     static_assert(detail::rolling_needs_window<mask, cache>,
                   "archetype: RollingCache/SinkCache keep only a window of positions, but the mask has "
@@ -135,7 +148,7 @@ struct Decoder {
         const std::size_t one_ffn = (ffn::gated ? 3 : 2) * d.n_embd * d.n_ff;
         const std::size_t ffn_params = one_ffn * d.n_expert + (d.n_expert > 1 ? d.n_embd * d.n_expert : 0);
         const std::size_t ffn_active = one_ffn * d.n_expert_used;
-        const std::size_t layer = attn + ffn_params + ((sandwich_norms ? 2 : 0) + (pre_norms ? 2 : 0)) * d.n_embd;
+        const std::size_t layer = attn + ffn_params + block_impl<block>::template norms_per_layer<Decoder>() * d.n_embd;
         const std::size_t emb = d.n_vocab * d.n_embd;
         model_figures f;
         f.parameters = emb + (d.tied_output ? 0 : emb) + d.n_layer * layer + d.n_embd;
@@ -176,6 +189,8 @@ struct Decoder {
         s += describe_line("mixer", mixer::describe());
         s += describe_line("ffn", ffn::describe());
         s += describe_line("norm", norm::describe());
+        if constexpr (!std::is_same_v<block, SequentialBlock>) s += describe_line("block", block::describe());
+        if constexpr (!std::is_same_v<logits, PlainLogits>) s += describe_line("logits", logits::describe());
         if constexpr (embedding::scaled) s += describe_line("embedding", embedding::describe());
         s += describe_line("weights", storage::describe());
         if constexpr (static_heads) {

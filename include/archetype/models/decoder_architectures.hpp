@@ -4,13 +4,16 @@
 // Decoder<...> loaded without an entry takes the conventions of its file's
 // architecture from this list.
 #include "archetype/models/presets/bloom.hpp"
+#include "archetype/models/presets/command_r.hpp"
 #include "archetype/models/presets/gemma2.hpp"
 #include "archetype/models/presets/gemma3.hpp"
 #include "archetype/models/presets/gpt2.hpp"
+#include "archetype/models/presets/gptneox.hpp"
 #include "archetype/models/presets/granite.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/olmo2.hpp"
+#include "archetype/models/presets/phi2.hpp"
 #include "archetype/models/presets/phi3.hpp"
 #include "archetype/models/presets/qwen2.hpp"
 #include "archetype/models/presets/qwen3.hpp"
@@ -30,6 +33,8 @@ using decoder_architectures =
                       presets::starcoder2_architecture, presets::starcoder2_swa_architecture,
                       presets::gpt2_architecture, presets::phi3_architecture, presets::phi3_swa_architecture,
                       presets::smollm3_architecture, presets::bloom_architecture, presets::gemma2_architecture,
-                      presets::olmo2_architecture, presets::granite_architecture>;
+                      presets::olmo2_architecture, presets::granite_architecture, presets::gptneox_architecture,
+                      presets::phi2_architecture, presets::command_r_qknorm_architecture,
+                      presets::command_r_architecture>;
 
 } // namespace archetype

@@ -35,6 +35,7 @@
 #include "archetype/io/arch/conventions.hpp"
 #include "archetype/io/arch/llama.hpp"
 #include "archetype/io/gguf.hpp"
+#include "archetype/io/key_ledger.hpp"
 #include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/layers/attention.hpp"
@@ -74,6 +75,11 @@ struct decoder_options {
     /// What the file's architecture implies beyond its keys; null = the conventions of the
     /// file's general.architecture in the library's registry (llama's when unregistered).
     const arch::gguf_conventions* conventions = nullptr;
+    /// A metadata key that no policy of the compiled structure reads (io/key_ledger.hpp):
+    /// error (default) refuses the file naming the key; warn prints it and loads.
+    unread_keys unread = unread_keys::error;
+    /// Keys a user's architecture accepts without reading, beyond the shared list.
+    std::span<const known_unused_key> known_unused_keys{};
     /// The layers to load (a pipeline stage, models/layer_range.hpp); default: all.
     /// The token embedding is bound only when the range starts at layer 0, the output
     /// norm and head only when it ends at the last layer.
@@ -108,9 +114,13 @@ public:
     using position_weights = typename position_impl<typename D::position>::weights;
     using embedding_weights = typename embedding_impl<typename D::embedding>::weights;
 
-    struct layer {
-        layers::norm_weights attn_norm, ffn_norm;           // all but NormAfterSublayer
-        layers::norm_weights attn_post_norm, ffn_post_norm; // PrePostNorm, NormAfterSublayer
+    using logits_weights = typename logits_impl<typename D::logits>::weights;
+
+    /// What the block shape keeps per layer (block_impl<D::block>::weights: its norms, and
+    /// whatever a user's block adds).
+    using block_weights = typename detail::block_weights<typename D::block>::type;
+    /// One layer: what its block shape binds, its mixer's and its feed-forward's weights.
+    struct layer : block_weights {
         typename mixer_impl<typename D::mixer>::weights attn;
         layers::ffn_weights_t<ffn_policy> ffn;
     };
@@ -129,6 +139,10 @@ public:
     const kernels::weight_view& token_embd() const noexcept { return tok_embd_; }
     const kernels::weight_view& output() const noexcept { return output_; }
     const layers::norm_weights& output_norm() const noexcept { return output_norm_; }
+    /// The output head's bias [n_vocab] (Phi-2's output.bias), or null.
+    const float* output_bias() const noexcept { return output_bias_; }
+    /// What the logits policy read (logits_impl<L>::weights).
+    const logits_weights& logit_policy() const noexcept { return logits_w_; }
     /// What the position policy bound from the file (position_impl<P>::weights).
     const position_weights& positions() const noexcept { return pos_w_; }
     /// What the embedding policy read (embedding_impl<E>::weights).
@@ -179,7 +193,8 @@ public:
                                                   std::to_string(hp_.logit_scale));
         s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
         if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
-        s += describe_line("output", d.tied_output ? "tied to token_embd" : "output.weight");
+        s += describe_line("output", std::string(d.tied_output ? "tied to token_embd" : "output.weight") +
+                                         (output_bias_ ? " + output.bias" : ""));
         if (owned_bytes_)
             s += describe_line("repacked", std::to_string(owned_.size()) + " Q4_0 / Q8_0 matrices (" +
                                                std::to_string(owned_bytes_) + " bytes) in the 16-row interleaved layouts");
@@ -441,6 +456,9 @@ private:
             tok_embd_ = b.matrix("token_embd.weight", E, h.n_vocab);
             output_ = tok_embd_;
         }
+        // the head's bias (Phi-2), bound whenever the file has one (llama.cpp's TENSOR_NOT_REQUIRED)
+        if (last_stage) output_bias_ = b.optional_vector_f32("output.bias", h.n_vocab);
+        logits_impl<typename D::logits>::bind(b, logits_w_);
         constexpr bool moe = layers::detail::is_moe_v<ffn_policy>;
         const bool file_moe = file_->find_tensor("blk.0.ffn_gate_exps.weight") || file_->find_tensor("blk.0.ffn_up_exps.weight");
         if (file_moe && h.n_expert == 0)
@@ -474,21 +492,8 @@ private:
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const std::string blk = "blk." + std::to_string(il) + ".";
             auto& L = layers_v_[il];
-            if constexpr (D::pre_norms) {
-                L.attn_norm = {b.vector_f32(blk + "attn_norm.weight", E), b.optional_vector_f32(blk + "attn_norm.bias", E), eps};
-                L.ffn_norm = {b.vector_f32(blk + "ffn_norm.weight", E), b.optional_vector_f32(blk + "ffn_norm.bias", E), eps};
-            } else if (file_->find_tensor(blk + "attn_norm.weight") || file_->find_tensor(blk + "ffn_norm.weight")) {
-                throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + blk +
-                                  "attn_norm.weight): use " + D::base_norm::describe() + " or PrePostNorm<" +
-                                  D::base_norm::describe() + ">");
-            }
-            if constexpr (D::sandwich_norms) {
-                L.attn_post_norm = {b.vector_f32(blk + "post_attention_norm.weight", E), nullptr, eps};
-                L.ffn_post_norm = {b.vector_f32(blk + "post_ffw_norm.weight", E), nullptr, eps};
-            } else if (file_->find_tensor(blk + "post_attention_norm.weight") || file_->find_tensor(blk + "post_ffw_norm.weight")) {
-                throw shape_error(norm_policy::describe() + " but the file has norms after the sublayers (" + blk +
-                                  "post_attention_norm.weight): use PrePostNorm<" + norm_policy::describe() + ">");
-            }
+            // the norms (and whatever else) the block shape has
+            block_impl<typename D::block>::template bind<D>(b, il, blk, static_cast<block_weights&>(L), eps);
             mixer_impl<typename D::mixer>::bind(b, blk, L.attn);
             if constexpr (moe) {
                 auto& M = L.ffn;
@@ -505,6 +510,7 @@ private:
             }
         }
         check_all_bound();
+        check_keys_read(*file_, opt.unread, opt.known_unused_keys);
     }
 
     /// Every tensor of the file was bound by some policy: one left over means the
@@ -530,7 +536,7 @@ private:
         const long il = layer_of_tensor(name);
         if (il >= 0) return range_.contains(std::size_t(il));
         if (name == "token_embd.weight") return has_embedding() || (hp_.dims.tied_output && has_head());
-        if (name == "output.weight" || name.starts_with("output_norm.")) return has_head();
+        if (name.starts_with("output.") || name.starts_with("output_norm.")) return has_head();
         return true; // position tables, rope factors, ...: bound by every stage
     }
 
@@ -547,6 +553,8 @@ private:
     std::size_t weight_bytes_ = 0;
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
+    const float* output_bias_ = nullptr;
+    logits_weights logits_w_{};
 };
 
 /// The one describe spelling of the three families (decoder, encoder, RWKV).

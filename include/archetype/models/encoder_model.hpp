@@ -28,6 +28,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/io/arch/bert.hpp"
 #include "archetype/io/gguf.hpp"
+#include "archetype/io/key_ledger.hpp"
 #include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/layers/ffn.hpp"
@@ -118,21 +119,27 @@ public:
     }
 
     /// A `bert` file.
-    static encoder_model load(const std::string& path) {
-        return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)));
+    static encoder_model load(const std::string& path, unread_keys unread = unread_keys::error) {
+        return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)), unread);
     }
     /// A file of any architecture name, with what its registry entry says the name implies
     /// (load_model<Entry> passes the entry's conventions).
-    static encoder_model load(const std::string& path, const arch::gguf_conventions& conv) {
-        return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)), conv);
+    static encoder_model load(const std::string& path, const arch::gguf_conventions& conv,
+                              unread_keys unread = unread_keys::error) {
+        return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)), conv, unread);
     }
-    explicit encoder_model(std::shared_ptr<gguf::file> f) : file_(std::move(f)) {
+    /// `unread`: what a metadata key no policy reads does (io/key_ledger.hpp).
+    explicit encoder_model(std::shared_ptr<gguf::file> f, unread_keys unread = unread_keys::error) : file_(std::move(f)) {
         hp = arch::read_bert_hparams(*file_);
         bind();
+        check_keys_read(*file_, unread);
     }
-    encoder_model(std::shared_ptr<gguf::file> f, const arch::gguf_conventions& conv) : file_(std::move(f)), conv_(conv) {
+    encoder_model(std::shared_ptr<gguf::file> f, const arch::gguf_conventions& conv,
+                  unread_keys unread = unread_keys::error)
+        : file_(std::move(f)), conv_(conv) {
         hp = arch::read_encoder_hparams(*file_, conv_);
         bind();
+        check_keys_read(*file_, unread);
     }
     /// Weights from another format: `tensors` keyed by their GGUF name (each
     /// tensor_info's own name is the one errors show, e.g. the original file's),

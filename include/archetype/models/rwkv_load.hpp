@@ -25,6 +25,7 @@
 #include "archetype/io/arch/rwkv6.hpp"
 #include "archetype/io/arch/rwkv7.hpp"
 #include "archetype/io/gguf.hpp"
+#include "archetype/io/key_ledger.hpp"
 #include "archetype/io/mapped_file.hpp"
 #include "archetype/io/rwkv_bin.hpp"
 #include "archetype/models/rwkv.hpp"
@@ -37,6 +38,10 @@ struct rwkv_load_options {
     float group_norm_eps = 64e-5f;
     /// The layers to load (a pipeline stage, models/layer_range.hpp); default: all.
     layer_range layers{};
+    /// A GGUF metadata key no policy reads (io/key_ledger.hpp): error (default) or warn.
+    unread_keys unread = unread_keys::error;
+    /// Keys a user's architecture accepts without reading, beyond the shared list.
+    std::span<const known_unused_key> known_unused_keys{};
 };
 
 namespace detail {
@@ -429,6 +434,7 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
         hp.n_lora_vres = ah.n_lora_vres;
         hp.n_lora_gate = ah.n_lora_gate;
         rwkv7_bind(m, *f, true, opt);
+        check_keys_read(*f, opt.unread, opt.known_unused_keys);
         m.source = "GGUF rwkv7";
         m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const gguf::file>>>(
             std::move(owner), f);
@@ -494,6 +500,7 @@ void rwkv_load_gguf(rwkv_model<Arch>& m, std::span<const std::byte> bytes, std::
             L.ffn_r = b.mat(T(n("channel_mix_receptance.weight")), C, C);
         }
         if (W.range.count == hp.n_layer) b.check_all_bound(f->tensors());
+        check_keys_read(*f, opt.unread, opt.known_unused_keys);
         m.source = "GGUF rwkv6";
         m.keep_alive = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const gguf::file>>>(
             std::move(owner), f);

@@ -13,6 +13,9 @@
 //   norm_impl<N>       the normalisation of a row (policies/norm.hpp)
 //   embedding_impl<E>  what is done to a token's embedding row (policies/embedding.hpp)
 //   mixer_impl<M>      the attention block's tensors (policies/mixer.hpp)
+//   block_impl<B>      a decoder layer's shape: its norms and how it wires the mixer and
+//                      the feed-forward into the residual stream (policies/block.hpp)
+//   logits_impl<L>     what is done to the logits, and the keys that say it (policies/logits.hpp)
 //   mask_impl<M>       a decoder mask's window and windowed layers, checked against
 //                      the file (policies/mask.hpp)
 //   cache_impl<C>      where a decoder keeps keys and values, and how a layer
@@ -58,6 +61,18 @@ struct mixer_impl {
     static_assert(detail::no_impl<P>,
                   "archetype: this mixer policy has no behaviour: specialise archetype::mixer_impl<YourPolicy> "
                   "(see docs/README.md, Adding a policy)");
+};
+template <class P>
+struct block_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this block policy has no behaviour: specialise archetype::block_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a block shape)");
+};
+template <class P>
+struct logits_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this logits policy has no behaviour: specialise archetype::logits_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a quirk)");
 };
 template <class P>
 struct mask_impl {

@@ -14,7 +14,10 @@ namespace archetype {
 /// Gemma 3: weights [head_dim]), or to the whole projection row (OLMo 2: weights
 /// [n_head * head_dim] and [n_head_kv * head_dim]); from_file: as the file's
 /// attn_q_norm.weight is shaped, none when it has none.
-enum class qk_norm { from_file, none, rms, rms_whole };
+/// layer_per_head: a LayerNorm without bias over each head, each head with its own weights
+/// (Cohere's use_qk_norm: attn_q_norm.weight [head_dim, n_head], attn_k_norm.weight
+/// [head_dim, n_head_kv]).
+enum class qk_norm { from_file, none, rms, rms_whole, layer_per_head };
 
 /// Multi-head self-attention (heads, position, mask and cache are their own axes).
 template <qk_norm QKNorm = qk_norm::from_file>
@@ -24,9 +27,10 @@ struct SelfAttentionWith {
     static constexpr bool attention = true;
     static constexpr qk_norm qk = QKNorm;
     static std::string describe() {
-        return std::string("SelfAttention") + (QKNorm == qk_norm::rms         ? "(QK RMSNorm)"
-                                                : QKNorm == qk_norm::rms_whole ? "(QK RMSNorm over all heads)"
-                                                                               : "");
+        return std::string("SelfAttention") + (QKNorm == qk_norm::rms              ? "(QK RMSNorm)"
+                                                : QKNorm == qk_norm::rms_whole      ? "(QK RMSNorm over all heads)"
+                                                : QKNorm == qk_norm::layer_per_head ? "(QK LayerNorm per head)"
+                                                                                    : "");
     }
 };
 using SelfAttention = SelfAttentionWith<>;
@@ -67,6 +71,16 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
         const auto* qn = b.file().find_tensor(blk + "attn_q_norm.weight");
         if constexpr (QKNorm == qk_norm::none) {
             if (qn) throw shape_error("SelfAttentionWith<qk_norm::none> but the file has " + blk + "attn_q_norm.weight");
+        } else if constexpr (QKNorm == qk_norm::layer_per_head) {
+            auto per_head = [&](const std::string& name, std::size_t heads) {
+                const auto& t = b.tensor(name, {hd, heads});
+                if (t.type != ggml_type::F32)
+                    throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32");
+                return reinterpret_cast<const float*>(t.data);
+            };
+            w.qk_layer_norm = true;
+            w.q_norm = per_head(blk + "attn_q_norm.weight", d.n_head);
+            w.k_norm = per_head(blk + "attn_k_norm.weight", d.n_head_kv);
         } else {
             // from_file: a weight as wide as the whole Q row (and not as one head) norms the row
             const bool whole = QKNorm == qk_norm::rms_whole ||

@@ -111,6 +111,7 @@ public:
         x_.assign(rows_ * E, 0.f);
         h_.assign(rows_ * E, 0.f);
         t_.assign(rows_ * E, 0.f);
+        if constexpr (detail::block_is_parallel<typename D::block>) u_.assign(rows_ * E, 0.f); // a second output
         q_.assign(rows_ * qw, 0.f);
         k_.assign(rows_ * kw, 0.f);
         v_.assign(rows_ * kw, 0.f);
@@ -376,7 +377,7 @@ private:
     void forward(const std::int32_t* tok, std::size_t n, std::size_t out_first, std::size_t out_n, float* logits,
                  float* hidden) {
         const auto& hp = m_->hparams();
-        const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
+        const std::size_t E = hp.dims.n_embd;
         thread_pool* pool = pool_.get();
         const kernels::batch_activations_scope numerics(opt_.batch_activations);
         for (const auto& g : groups_) cache_.ensure(g.seq);
@@ -394,28 +395,11 @@ private:
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
         if (two_ropes_) layers::rope_tables(rope_swa_, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
         using Norm = typename D::base_norm;
-        constexpr bool pre = D::pre_norms, post = D::sandwich_norms;
-        const float rs = hp.residual_scale;
-        // a sublayer reads the normed residual stream, or the stream itself (NormAfterSublayer)
-        const float* in = pre ? h_.data() : x_.data();
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
-            const auto& L = m_->layer_at(il);
-            const bool swa_rope = two_ropes_ && hp.windowed[il];
-            if constexpr (pre) layers::apply_norm<Norm>(L.attn_norm, x_.data(), E, h_.data(), E, n, E);
-            // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
-            const bool rotated = rope && (hp.no_rope_step == 0 || (il + 1) % hp.no_rope_step != 0);
-            layers::project_qkv(L.attn, hp.attn, in, E, n, q_.data(), k_.data(), v_.data(),
-                                !rotated ? nullptr : swa_rope ? &rope_swa_ : rope, swa_rope ? cos_swa_.data() : cos_.data(),
-                                swa_rope ? sin_swa_.data() : sin_.data(), pool);
-            for (const auto& g : groups_) attend(il, g);
-            kernels::matmul(L.attn.wo, ao_.data(), qw, n, t_.data(), E, pool);
-            layers::detail::add_row_bias(t_.data(), E, n, L.attn.bo, E);
-            if constexpr (post) layers::apply_norm<Norm>(L.attn_post_norm, t_.data(), E, t_.data(), E, n, E);
-            add_into(x_.data(), t_.data(), n * E, rs);
-            if constexpr (pre) layers::apply_norm<Norm>(L.ffn_norm, x_.data(), E, h_.data(), E, n, E);
-            layers::feed_forward<typename D::ffn>(L.ffn, in, E, n, t_.data(), E, ws_, pool);
-            if constexpr (post) layers::apply_norm<Norm>(L.ffn_post_norm, t_.data(), E, t_.data(), E, n, E);
-            add_into(x_.data(), t_.data(), n * E, rs);
+            // the layer's block shape wires its mixer and feed-forward (policies/block.hpp)
+            sublayers s{*this, il, n, rope};
+            block_impl<typename D::block>::template forward<D>(
+                s, static_cast<const typename model_type::block_weights&>(m_->layer_at(il)));
             if (layer_hook_) layer_hook_(layer_hook_context_);
         }
         for (const auto& g : groups_) cache_impl_t::commit(cache_, g.seq, g.n);
@@ -424,12 +408,65 @@ private:
         layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
         if (logits) {
             kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool);
+            layers::detail::add_row_bias(logits, n_vocab(), out_n, m_->output_bias(), n_vocab());
+            if constexpr (!logits_impl<typename D::logits>::identity)
+                logits_impl<typename D::logits>::apply(m_->logit_policy(), logits, out_n * n_vocab());
             if (const float d = hp.logit_scale; d != 1.f)
                 for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] /= d;
             if (const float c = hp.logit_softcap; c != 0.f)
                 for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] = c * std::tanh(logits[i] / c);
         }
     }
+
+    /// What a block shape calls over the n rows of one pass of layer il (policies/block.hpp):
+    /// the session's row buffers, the norm, the mixer (self-attention with the model's
+    /// heads, position, mask and cache) and the feed-forward.
+    struct sublayers {
+        decoder_session& s;
+        std::size_t il, n;
+        const layers::rope_params* rope;
+        using Norm = typename D::base_norm;
+
+        std::size_t layer() const noexcept { return il; }
+        std::size_t rows() const noexcept { return n; }
+        std::size_t width() const noexcept { return s.m_->n_embd(); }
+        float* stream() noexcept { return s.x_.data(); }
+        float* normed() noexcept { return s.h_.data(); }
+        float* out() noexcept { return s.t_.data(); }
+        float* out2() noexcept { return s.u_.data(); }
+        void norm(const layers::norm_weights& w, const float* src, float* dst) noexcept {
+            const std::size_t E = s.m_->n_embd();
+            layers::apply_norm<Norm>(w, src, E, dst, E, n, E);
+        }
+        void mix(const float* in, float* out) {
+            const auto& hp = s.m_->hparams();
+            const auto& L = s.m_->layer_at(il);
+            const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
+            const bool swa_rope = s.two_ropes_ && hp.windowed[il];
+            // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
+            const bool rotated = rope && (hp.no_rope_step == 0 || (il + 1) % hp.no_rope_step != 0);
+            layers::project_qkv(L.attn, hp.attn, in, E, n, s.q_.data(), s.k_.data(), s.v_.data(),
+                                !rotated ? nullptr : swa_rope ? &s.rope_swa_ : rope,
+                                swa_rope ? s.cos_swa_.data() : s.cos_.data(), swa_rope ? s.sin_swa_.data() : s.sin_.data(),
+                                s.pool_.get());
+            for (const auto& g : s.groups_) s.attend(il, g);
+            kernels::matmul(L.attn.wo, s.ao_.data(), qw, n, out, E, s.pool_.get());
+            layers::detail::add_row_bias(out, E, n, L.attn.bo, E);
+        }
+        void ffn(const float* in, float* out) {
+            const std::size_t E = s.m_->n_embd();
+            layers::feed_forward<typename D::ffn>(s.m_->layer_at(il).ffn, in, E, n, out, E, s.ws_, s.pool_.get());
+        }
+        void add(float* x, const float* y) noexcept { add_into(x, y, n * s.m_->n_embd(), s.m_->hparams().residual_scale); }
+        void add2(float* x, const float* y, const float* z) noexcept {
+            const float rs = s.m_->hparams().residual_scale;
+            const std::size_t m = n * s.m_->n_embd();
+            if (rs == 1.f)
+                for (std::size_t i = 0; i < m; ++i) x[i] += y[i] + z[i];
+            else
+                for (std::size_t i = 0; i < m; ++i) x[i] += rs * (y[i] + z[i]);
+        }
+    };
 
     /// x += y, or x += s * y (Granite's residual multiplier)
     static void add_into(float* x, const float* y, std::size_t n, float s) noexcept {
@@ -450,7 +487,7 @@ private:
     void* layer_hook_context_ = nullptr;
     layer_range range_{};        // the model's layers this session runs
     std::vector<bool> windowed_; // hp.windowed of those layers (the cache geometry's)
-    std::vector<float> x_, h_, t_, q_, k_, v_, ao_, cos_, sin_;
+    std::vector<float> x_, h_, t_, u_, q_, k_, v_, ao_, cos_, sin_; // u_: a parallel block's second output
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
     layers::rope_params rope_, rope_swa_; // the model's, with the factors this context takes

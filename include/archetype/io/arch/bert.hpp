@@ -106,6 +106,12 @@ inline bert_hparams read_encoder_hparams(const gguf::file& f, const gguf_convent
     h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
     if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
         throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
+    // the encoders rotate unscaled positions: a scaling (linear with a factor, YaRN) is refused
+    if (const auto st = f.get_or<std::string>(a + "rope.scaling.type", "none"); st != "none" && st != "linear")
+        throw shape_error(a + "rope.scaling.type = '" + st + "' is not supported by the encoders (none)");
+    for (const char* k : {"rope.scaling.factor", "rope.scale_linear"})
+        if (const float v = f.get_or<float>(a + k, 1.f); v != 1.f && v != 0.f)
+            throw shape_error(a + k + " = " + std::to_string(v) + ": the encoders rotate unscaled positions");
     h.rms_eps = bert_detail::checked_eps(a + "attention.layer_norm_rms_epsilon",
                                          f.get_or<float>(a + "attention.layer_norm_rms_epsilon", 1e-12f));
     if (f.has(a + "attention.layer_norm_epsilon"))

@@ -28,7 +28,8 @@
 //   {arch}.final_logit_softcapping        default none
 //   {arch}.attn_logit_softcapping         default none (scores c * tanh(s / c), Gemma 2)
 //   {arch}.embedding_scale, residual_scale, logit_scale   default 1; read only when the
-//           conventions say `multipliers` (Granite), refused otherwise
+//           conventions say `multipliers` (Granite), the first two refused otherwise (a
+//           logit_scale elsewhere is the logits policy's: LogitMultiplier)
 //   attention scale: {arch}.attention.scale, else the conventions' rule, else 1/sqrt(key_length)
 #include <cmath>
 #include <cstddef>
@@ -128,10 +129,7 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     if (!h.has_rms_eps && !h.has_ln_eps)
         throw format_error("the file has neither " + a + "attention.layer_norm_rms_epsilon nor " + a +
                            "attention.layer_norm_epsilon");
-    // GPT-NeoX-style parallel attention + MLP (StableLM-2 12B, Pythia): no preset runs
-    // it, so a file that asks for it is refused rather than run as a sequential block.
-    if (f.has(a + "use_parallel_residual") && f.get<bool>(a + "use_parallel_residual"))
-        throw shape_error(a + "use_parallel_residual = true (attention and MLP in parallel) is not implemented");
+    // {arch}.use_parallel_residual is the block shape's key (policies/block.hpp)
     h.rope_freq_base = f.get_or<float>(a + "rope.freq_base", 10000.f);
     if (!(h.rope_freq_base > 0.f) || !std::isfinite(h.rope_freq_base))
         throw format_error(a + "rope.freq_base = " + std::to_string(h.rope_freq_base) + " must be positive");
@@ -185,14 +183,16 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     h.attn_scale = positive(a + "attention.scale", h.attn_scale);
     h.final_logit_softcap = positive(a + "final_logit_softcapping", 0.f, true);
     h.attn_softcap = positive(a + "attn_logit_softcapping", 0.f, true);
-    for (const char* k : {"embedding_scale", "residual_scale", "logit_scale"})
+    for (const char* k : {"embedding_scale", "residual_scale"})
         if (!conv.multipliers && f.has(a + k))
             throw shape_error("the file has " + a + k + ", a multiplier '" + h.arch +
                               "' files do not carry in this library (Granite's do: register the architecture "
                               "with gguf_conventions::multipliers if it means what it means there)");
     h.embedding_scale = positive(a + "embedding_scale", 1.f);
     h.residual_scale = positive(a + "residual_scale", 1.f);
-    h.logit_scale = positive(a + "logit_scale", 1.f);
+    // Granite's logit_scale divides; elsewhere (Command-R) the key multiplies and is the
+    // logits policy's to read (LogitMultiplier), or the key ledger refuses it
+    if (conv.multipliers) h.logit_scale = positive(a + "logit_scale", 1.f);
     h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
     if (h.n_swa > (std::size_t(1) << 30))
         throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");

@@ -45,6 +45,15 @@ inline rwkv_gguf_dims read_rwkv_gguf_dims(const gguf::file& f, std::string_view 
     if (d.n_embd % d.head_size != 0)
         throw format_error(a + ".embedding_length " + std::to_string(d.n_embd) + " is not a multiple of " + a +
                            ".wkv.head_size " + std::to_string(d.head_size));
+    // llama.cpp's converter writes head_count 0 (the heads follow from wkv.head_size) and
+    // a context_length the recurrence does not limit; a head count that disagrees is refused
+    if (const std::string hk = a + ".attention.head_count"; f.has(hk)) {
+        const auto h = f.get<std::uint64_t>(hk);
+        if (h != 0 && h != d.n_embd / d.head_size)
+            throw format_error("metadata key '" + hk + "' = " + std::to_string(h) + " disagrees with embedding_length / "
+                               "wkv.head_size = " + std::to_string(d.n_embd / d.head_size));
+    }
+    if (f.has(a + ".context_length")) (void)f.get<std::uint64_t>(a + ".context_length"); // informational
     const auto& emb = f.tensor("token_embd.weight");
     if (emb.ne.size() != 2 || emb.ne[0] != d.n_embd)
         throw format_error("tensor 'token_embd.weight' has shape " + emb.shape_string() + ", expected [" +

@@ -1,0 +1,198 @@
+#pragma once
+// Block-shape axis: how a decoder layer wires its mixer and its feed-forward into the
+// residual stream, with which norms. The session calls the block once per layer; the
+// block calls the sublayers it is handed (a `Sublayers` object, below) and owns
+// nothing but the norms it binds.
+//
+//   SequentialBlock (default)   x += mix(n(x)); x += ffn(n(x))       Llama, Qwen, Mistral, ...
+//                               with the norm axis saying where the norms sit:
+//                               PrePostNorm<N> the sandwich x += n'(f(n(x))) (Gemma 2/3),
+//                               NormAfterSublayer<N> x += n'(f(x)) (OLMo 2)
+//   ParallelResidual            x += mix(n(x)) + ffn(n(x)), one shared norm
+//                               (Phi-2, GPT-J, Command-R): blk.N.attn_norm only
+//   ParallelResidualTwoNorms    x += mix(n1(x)) + ffn(n2(x)) (GPT-NeoX / Pythia):
+//                               blk.N.attn_norm and blk.N.ffn_norm
+//
+// Each block reads its own key, {arch}.use_parallel_residual (GPT-NeoX's and
+// StableLM's converters write it): a sequential block refuses `true`, a parallel one
+// refuses `false`.
+//
+// A block_impl<B> specialisation has
+//   using weights = ...;   optional: what it keeps per layer (default block_norms; a user's
+//                          block may derive from block_norms and add its own, e.g. a gate)
+//   template <class D, class Binder> static void bind(Binder&, std::size_t il, const std::string& blk,
+//                                                     weights&, float eps);
+//   template <class D, class Sublayers> static void forward(Sublayers&, const weights&);
+//   template <class D> static constexpr std::size_t norms_per_layer();   // for figures()
+// where Sublayers offers, over the n rows of one pass:
+//   std::size_t layer(), rows(), width()   the layer index, n, E
+//   float* stream()                the residual stream x [n x E]
+//   float* normed()                a row buffer [n x E] (free between sublayers)
+//   float* out() / float* out2()   two output row buffers [n x E] (out2 only for a block
+//                                  whose policy says `static constexpr bool parallel = true`)
+//   void norm(const layers::norm_weights&, const float* src, float* dst)   (dst may be src)
+//   void mix(const float* in, float* out)    the mixer: in rows -> out rows (wo applied)
+//   void ffn(const float* in, float* out)    the feed-forward
+//   void add(float* x, const float* y)       x += y (a residual multiplier is the session's)
+//   void add2(float* x, const float* y, const float* z)   x += y + z
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "archetype/core/error.hpp"
+#include "archetype/core/policy.hpp"
+#include "archetype/layers/norm.hpp"
+#include "archetype/policies/impl.hpp"
+
+namespace archetype {
+
+/// The norms a block binds per layer (which of them are set is the block's business).
+struct block_norms {
+    layers::norm_weights attn_norm, ffn_norm;           // before the sublayers
+    layers::norm_weights attn_post_norm, ffn_post_norm; // after them (sandwich, norm-after)
+};
+
+struct SequentialBlock {
+    using axis = archetype::axis::block;
+    static constexpr std::string_view name = "SequentialBlock";
+    static constexpr bool parallel = false;
+    static std::string describe() { return "sequential: x + mixer, then x + ffn"; }
+};
+
+template <std::size_t Norms>
+struct ParallelResidualWith {
+    static_assert(Norms == 1 || Norms == 2, "archetype: a parallel residual block has one shared norm or two");
+    using axis = archetype::axis::block;
+    static constexpr std::string_view name = "ParallelResidual";
+    static constexpr bool parallel = true;
+    static constexpr std::size_t norms = Norms;
+    static std::string describe() {
+        return Norms == 1 ? "parallel residual: x + mixer(n(x)) + ffn(n(x))"
+                          : "parallel residual: x + mixer(n1(x)) + ffn(n2(x))";
+    }
+};
+using ParallelResidual = ParallelResidualWith<1>;
+using ParallelResidualTwoNorms = ParallelResidualWith<2>;
+
+namespace detail {
+/// What a block keeps per layer: its block_impl's `weights`, or the norms.
+template <class B>
+struct block_weights {
+    using type = block_norms;
+};
+template <class B>
+    requires requires { typename block_impl<B>::weights; }
+struct block_weights<B> {
+    using type = typename block_impl<B>::weights;
+};
+/// Whether a block asks for the second output buffer (a parallel residual).
+template <class B>
+inline constexpr bool block_is_parallel = [] {
+    if constexpr (requires { B::parallel; }) return bool(B::parallel);
+    else return false;
+}();
+/// {arch}.use_parallel_residual, when the file has it, must say what the block does.
+template <class Binder>
+void check_parallel_residual_key(Binder& b, bool parallel, const std::string& block) {
+    const std::string key = b.prefix() + "use_parallel_residual";
+    if (!b.file().has(key)) return;
+    if (b.file().template get<bool>(key) != parallel)
+        throw shape_error("the file has " + key + " = " + (parallel ? "false" : "true") + " but the model's block is " +
+                          block + (parallel ? ": use SequentialBlock" : ": use ParallelResidual or ParallelResidualTwoNorms"));
+}
+/// A pre-norm with its optional bias when the norm has one (LayerNorm's); a bias in the
+/// file of a norm without one (RMSNorm, LayerNormNoBias) stays unbound, and the tensor
+/// ledger refuses the file rather than drop it.
+template <class Norm>
+inline constexpr bool norm_may_have_bias = [] {
+    if constexpr (requires { Norm::has_bias; }) return bool(Norm::has_bias);
+    else return true; // a user's norm that does not say: its bias is bound when the file has one
+}();
+template <class Norm, class Binder>
+layers::norm_weights bind_norm(Binder& b, const std::string& name, std::size_t E, float eps) {
+    const float* bias = nullptr;
+    if constexpr (norm_may_have_bias<Norm>) bias = b.optional_vector_f32(name + ".bias", E);
+    return {b.vector_f32(name + ".weight", E), bias, eps};
+}
+} // namespace detail
+
+template <>
+struct block_impl<SequentialBlock> {
+    template <class D>
+    static constexpr std::size_t norms_per_layer() {
+        return (D::sandwich_norms ? 2 : 0) + (D::pre_norms ? 2 : 0);
+    }
+
+    template <class D, class Binder>
+    static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
+        detail::check_parallel_residual_key(b, false, SequentialBlock::describe());
+        const std::size_t E = b.hparams().dims.n_embd;
+        using norm_policy = typename D::norm;
+        if constexpr (D::pre_norms) {
+            L.attn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "attn_norm", E, eps);
+            L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "ffn_norm", E, eps);
+        } else if (b.file().find_tensor(blk + "attn_norm.weight") || b.file().find_tensor(blk + "ffn_norm.weight")) {
+            throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + blk +
+                              "attn_norm.weight): use " + D::base_norm::describe() + " or PrePostNorm<" +
+                              D::base_norm::describe() + ">");
+        }
+        if constexpr (D::sandwich_norms) {
+            L.attn_post_norm = {b.vector_f32(blk + "post_attention_norm.weight", E), nullptr, eps};
+            L.ffn_post_norm = {b.vector_f32(blk + "post_ffw_norm.weight", E), nullptr, eps};
+        } else if (b.file().find_tensor(blk + "post_attention_norm.weight") ||
+                   b.file().find_tensor(blk + "post_ffw_norm.weight")) {
+            throw shape_error(norm_policy::describe() + " but the file has norms after the sublayers (" + blk +
+                              "post_attention_norm.weight): use PrePostNorm<" + norm_policy::describe() + ">");
+        }
+    }
+
+    template <class D, class S>
+    static void forward(S& s, const block_norms& L) {
+        constexpr bool pre = D::pre_norms, post = D::sandwich_norms;
+        float* x = s.stream();
+        float* h = s.normed();
+        float* t = s.out();
+        // a sublayer reads the normed residual stream, or the stream itself (NormAfterSublayer)
+        const float* in = pre ? h : x;
+        if constexpr (pre) s.norm(L.attn_norm, x, h);
+        s.mix(in, t);
+        if constexpr (post) s.norm(L.attn_post_norm, t, t);
+        s.add(x, t);
+        if constexpr (pre) s.norm(L.ffn_norm, x, h);
+        s.ffn(in, t);
+        if constexpr (post) s.norm(L.ffn_post_norm, t, t);
+        s.add(x, t);
+    }
+};
+
+template <std::size_t Norms>
+struct block_impl<ParallelResidualWith<Norms>> {
+    template <class D>
+    static constexpr std::size_t norms_per_layer() {
+        return Norms;
+    }
+
+    template <class D, class Binder>
+    static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
+        detail::check_parallel_residual_key(b, true, ParallelResidualWith<Norms>::describe());
+        const std::size_t E = b.hparams().dims.n_embd;
+        L.attn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "attn_norm", E, eps);
+        if constexpr (Norms == 2) L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "ffn_norm", E, eps);
+    }
+
+    template <class D, class S>
+    static void forward(S& s, const block_norms& L) {
+        float* x = s.stream();
+        float* h = s.normed();
+        float* t = s.out();
+        float* u = s.out2();
+        s.norm(L.attn_norm, x, h);
+        s.mix(h, t);
+        // the mixer has consumed h (its projections are taken): the second norm may reuse it
+        if constexpr (Norms == 2) s.norm(L.ffn_norm, x, h);
+        s.ffn(h, u);
+        s.add2(x, t, u);
+    }
+};
+
+} // namespace archetype
