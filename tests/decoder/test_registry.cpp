@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <type_traits>
 
 #include "archetype/io/gguf_writer.hpp"
 #include "archetype/models/architectures.hpp"
@@ -33,6 +34,11 @@ struct other_arch {
     using model = presets::Llama;
 };
 } // namespace
+
+// Families that compute differently are different types (issue 37): Granite's multipliers
+// and SmolLM3's NoPE layers are policies of their presets, not flags of a shared Llama.
+static_assert(!std::is_same_v<presets::Llama, presets::Granite> && !std::is_same_v<presets::Llama, presets::SmolLM3> &&
+              !std::is_same_v<presets::Granite, presets::SmolLM3>);
 
 BOOST_AUTO_TEST_CASE(fixture_files_map_to_their_entries) {
     const std::string t = fixtures() + "/transformer/", r = fixtures() + "/rwkv/";

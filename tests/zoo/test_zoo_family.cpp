@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(a_stray_tensor_is_refused_by_name) {
     gguf::writer w;
     for (const auto& e : f.metadata()) w.set(e.key, e.value);
     for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data);
-    const std::size_t E = f.tensor("output_norm.weight").ne[0];
+    const std::size_t E = f.tensor("token_embd.weight").ne[0];
     const std::vector<float> extra(E, 0.5f);
     w.add_tensor("blk.1.attn_output.bias_stray", ggml_type::F32, {E}, extra);
     const auto path =
@@ -170,6 +170,34 @@ BOOST_AUTO_TEST_CASE(a_stray_tensor_is_refused_by_name) {
         BOOST_TEST(std::string(e.what()).find("'blk.1.attn_output.bias_stray'") != std::string::npos);
     }
     std::filesystem::remove(path);
+}
+
+// The session's memory per sequence (KV cells, and a hybrid's recurrent state): a prompt
+// fed to sequence 0 in two halves and forked into sequence 1 at the middle continues the
+// same on both, and matches the one-pass logits; a removed sequence starts again from
+// nothing (bitwise the one-pass logits of a fresh session).
+BOOST_AUTO_TEST_CASE(forked_and_removed_sequences_keep_their_own_memory) {
+    const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
+    const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_40.i32.bin");
+    const std::size_t V = m.n_vocab(), h = 20;
+    const auto ref = run(m, tok, 40);
+    auto s = session(m, {.n_threads = 2, .max_sequences = 2, .n_ctx = 64});
+    std::vector<float> a(40 * V), b(h * V), c(40 * V);
+    const std::span<const std::int32_t> all(tok), first = all.first(h), rest = all.subspan(h);
+    s.prefill(0, first, a.data());
+    s.copy_sequence(0, 1);
+    s.prefill(0, rest, a.data() + h * V);
+    s.prefill(1, rest, b.data());
+    BOOST_TEST(std::equal(b.begin(), b.end(), a.begin() + std::ptrdiff_t(h * V))); // the fork continues as the original
+    double err = 0, big = 1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        err = std::max(err, double(std::abs(a[i] - ref[i])));
+        big = std::max(big, double(std::abs(ref[i])));
+    }
+    BOOST_TEST(err <= 1e-4 * big); // two halves = one pass
+    s.remove_sequence(1);
+    s.prefill(1, all, c.data());
+    BOOST_TEST(c == ref); // nothing of the removed sequence is left
 }
 
 #ifdef ZOO_HF

@@ -28,6 +28,7 @@
 #include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
+#include "archetype/policies/multipliers.hpp"
 #include "archetype/policies/norm.hpp"
 #include "archetype/policies/norm_sandwich.hpp"
 #include "archetype/policies/position.hpp"

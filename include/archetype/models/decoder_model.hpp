@@ -97,12 +97,8 @@ struct decoder_hparams {
     layers::rope_params rope;
     layers::rope_params rope_swa; // windowed layers (differs from rope in its base for gemma3)
     float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
-    float embedding_scale = 1.f;  // Granite's multipliers (gguf_conventions::multipliers):
-    float residual_scale = 1.f;   // embedding rows, sublayer outputs before the residual add,
-    float logit_scale = 1.f;      // and the logits' divisor
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
-    std::size_t no_rope_step = 0; // > 0: layer il is not rotated iff (il + 1) % step == 0 (SmolLM3)
 };
 
 template <DecoderType D>
@@ -179,18 +175,12 @@ public:
                                                        : " (G = global causal)"));
         if (d.n_expert > 1)
             s += describe_line("experts", std::to_string(d.n_expert_used) + " of " + std::to_string(d.n_expert));
-        if (hp_.rotary && hp_.no_rope_step)
-            s += describe_line("no rope", "every " + std::to_string(hp_.no_rope_step) + "th layer (NoPE)");
         if (hp_.rotary && hp_.rope_swa.freq_base != hp_.rope.freq_base)
             s += describe_line("rope (W)", "base " + std::to_string(hp_.rope_swa.freq_base) + " on windowed layers");
         if (hp_.attn.scale != 1.f / std::sqrt(float(d.head_dim)))
             s += describe_line("attn scale", std::to_string(hp_.attn.scale));
         if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
         if (hp_.attn.softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.attn.softcap) + " (attention scores)");
-        if (hp_.embedding_scale != 1.f || hp_.residual_scale != 1.f || hp_.logit_scale != 1.f)
-            s += describe_line("multipliers", "embedding " + std::to_string(hp_.embedding_scale) + ", residual " +
-                                                  std::to_string(hp_.residual_scale) + ", logits / " +
-                                                  std::to_string(hp_.logit_scale));
         s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
         if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
         s += describe_line("output", std::string(d.tied_output ? "tied to token_embd" : "output.weight") +
@@ -426,9 +416,6 @@ private:
         hp_.attn.norm_eps = eps;
         hp_.attn.softcap = h.attn_softcap;
         hp_.logit_softcap = h.final_logit_softcap;
-        hp_.embedding_scale = h.embedding_scale;
-        hp_.residual_scale = h.residual_scale;
-        hp_.logit_scale = h.logit_scale;
         // the embedding scale is the architecture's, not stored in the file: check the policy agrees
         using Emb = typename D::embedding;
         if (Emb::scaled != conv.scaled_embedding)

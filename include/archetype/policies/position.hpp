@@ -4,6 +4,7 @@
 #include "archetype/policies/position/alibi.hpp"
 #include "archetype/policies/position/learned.hpp"
 #include "archetype/policies/position/nope.hpp"
+#include "archetype/policies/position/nope_layers.hpp"
 #include "archetype/policies/position/pairing.hpp"
 #include "archetype/policies/position/relative_bias.hpp"
 #include "archetype/policies/position/rope.hpp"

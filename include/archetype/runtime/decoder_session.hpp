@@ -385,8 +385,6 @@ private:
             for (std::size_t i = 0; i < n; ++i)
                 kernels::embedding_row(m_->token_embd(), std::size_t(tok[i]), x_.data() + i * E);
             embedding_impl<typename D::embedding>::apply(m_->embedding(), x_.data(), n * E);
-            if (const float s = hp.embedding_scale; s != 1.f)
-                for (std::size_t i = 0; i < n * E; ++i) x_[i] *= s;
             if constexpr (adds_to_embedding)
                 for (std::size_t i = 0; i < n; ++i)
                     pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
@@ -411,8 +409,6 @@ private:
             layers::detail::add_row_bias(logits, n_vocab(), out_n, m_->output_bias(), n_vocab());
             if constexpr (!logits_impl<typename D::logits>::identity)
                 logits_impl<typename D::logits>::apply(m_->logit_policy(), logits, out_n * n_vocab());
-            if (const float d = hp.logit_scale; d != 1.f)
-                for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] /= d;
             if (const float c = hp.logit_softcap; c != 0.f)
                 for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] = c * std::tanh(logits[i] / c);
         }
@@ -444,7 +440,7 @@ private:
             const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
             const bool swa_rope = s.two_ropes_ && hp.windowed[il];
             // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
-            const bool rotated = rope && (hp.no_rope_step == 0 || (il + 1) % hp.no_rope_step != 0);
+            const bool rotated = rope && detail::position_rotates_layer<typename D::position>(il);
             layers::project_qkv(L.attn, hp.attn, in, E, n, s.q_.data(), s.k_.data(), s.v_.data(),
                                 !rotated ? nullptr : swa_rope ? &s.rope_swa_ : rope,
                                 swa_rope ? s.cos_swa_.data() : s.cos_.data(), swa_rope ? s.sin_swa_.data() : s.sin_.data(),
@@ -457,24 +453,16 @@ private:
             const std::size_t E = s.m_->n_embd();
             layers::feed_forward<typename D::ffn>(s.m_->layer_at(il).ffn, in, E, n, out, E, s.ws_, s.pool_.get());
         }
-        void add(float* x, const float* y) noexcept { add_into(x, y, n * s.m_->n_embd(), s.m_->hparams().residual_scale); }
-        void add2(float* x, const float* y, const float* z) noexcept {
-            const float rs = s.m_->hparams().residual_scale;
+        void add(float* x, const float* y) noexcept {
             const std::size_t m = n * s.m_->n_embd();
-            if (rs == 1.f)
-                for (std::size_t i = 0; i < m; ++i) x[i] += y[i] + z[i];
-            else
-                for (std::size_t i = 0; i < m; ++i) x[i] += rs * (y[i] + z[i]);
+            for (std::size_t i = 0; i < m; ++i) x[i] += y[i];
+        }
+        void add2(float* x, const float* y, const float* z) noexcept {
+            const std::size_t m = n * s.m_->n_embd();
+            for (std::size_t i = 0; i < m; ++i) x[i] += y[i] + z[i];
         }
     };
 
-    /// x += y, or x += s * y (Granite's residual multiplier)
-    static void add_into(float* x, const float* y, std::size_t n, float s) noexcept {
-        if (s == 1.f)
-            for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
-        else
-            for (std::size_t i = 0; i < n; ++i) x[i] += s * y[i];
-    }
 
     const model_type* m_;
     decoder_session_options opt_;

@@ -35,18 +35,9 @@ struct gguf_conventions {
     /// The token embedding is multiplied by sqrt(n_embd) (gemma): a Decoder loading such a
     /// file must say ScaledEmbedding, and one that says it needs such a file.
     bool scaled_embedding = false;
-    /// RoPE skips every N-th layer (layer il unrotated iff (il + 1) % N == 0; SmolLM3: 4,
-    /// which llama.cpp hard-codes too); 0 = every layer rotated.
-    std::size_t no_rope_layer_step = 0;
     /// Attention scale from the dimensions; null = 1/sqrt(head_dim). A file's own
     /// {arch}.attention.scale takes precedence.
     float (*attn_scale)(std::size_t n_layer, std::size_t n_embd, std::size_t n_head, std::size_t head_dim) = nullptr;
-    /// The file's {arch}.embedding_scale, residual_scale and logit_scale are Granite's
-    /// multipliers: embedding rows times the first, each sublayer's output times the
-    /// second before the residual add, logits divided by the third (llama.cpp's granite
-    /// graph). Other architectures give logit_scale other meanings (Command-R multiplies),
-    /// so a file of an architecture without this flag that carries one of the keys is refused.
-    bool multipliers = false;
 };
 
 } // namespace archetype::arch

@@ -27,9 +27,8 @@
 //           the conventions require the key (mellum)
 //   {arch}.final_logit_softcapping        default none
 //   {arch}.attn_logit_softcapping         default none (scores c * tanh(s / c), Gemma 2)
-//   {arch}.embedding_scale, residual_scale, logit_scale   default 1; read only when the
-//           conventions say `multipliers` (Granite), the first two refused otherwise (a
-//           logit_scale elsewhere is the logits policy's: LogitMultiplier)
+//   ({arch}.embedding_scale, residual_scale, logit_scale: read by their policies,
+//           EmbeddingMultiplier, ResidualMultiplier, LogitDivisor / LogitMultiplier)
 //   attention scale: {arch}.attention.scale, else the conventions' rule, else 1/sqrt(key_length)
 #include <cmath>
 #include <cstddef>
@@ -67,9 +66,6 @@ struct llama_hparams {
     float attn_scale = 0.f;              // 0 = 1/sqrt(head_dim)
     float final_logit_softcap = 0.f;     // 0 = none; else logits = c * tanh(logits / c)
     float attn_softcap = 0.f;            // 0 = none; else scores = c * tanh(scores / c)
-    float embedding_scale = 1.f;         // Granite's multipliers (conventions.multipliers)
-    float residual_scale = 1.f;
-    float logit_scale = 1.f;             // logits are divided by it
 };
 
 namespace detail {
@@ -183,16 +179,9 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     h.attn_scale = positive(a + "attention.scale", h.attn_scale);
     h.final_logit_softcap = positive(a + "final_logit_softcapping", 0.f, true);
     h.attn_softcap = positive(a + "attn_logit_softcapping", 0.f, true);
-    for (const char* k : {"embedding_scale", "residual_scale"})
-        if (!conv.multipliers && f.has(a + k))
-            throw shape_error("the file has " + a + k + ", a multiplier '" + h.arch +
-                              "' files do not carry in this library (Granite's do: register the architecture "
-                              "with gguf_conventions::multipliers if it means what it means there)");
-    h.embedding_scale = positive(a + "embedding_scale", 1.f);
-    h.residual_scale = positive(a + "residual_scale", 1.f);
-    // Granite's logit_scale divides; elsewhere (Command-R) the key multiplies and is the
-    // logits policy's to read (LogitMultiplier), or the key ledger refuses it
-    if (conv.multipliers) h.logit_scale = positive(a + "logit_scale", 1.f);
+    // {arch}.embedding_scale, residual_scale and logit_scale are their policies' keys
+    // (policies/multipliers.hpp, policies/logits.hpp): Granite's logit_scale divides,
+    // Command-R's multiplies; a model without the policy leaves the key to the ledger
     h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
     if (h.n_swa > (std::size_t(1) << 30))
         throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");

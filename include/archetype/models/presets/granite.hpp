@@ -6,17 +6,16 @@
 // granite.attention.scale instead of 1/sqrt(head_dim), and granite.logit_scale dividing
 // the logits (transformers' embedding_multiplier, residual_multiplier,
 // attention_multiplier, logits_scaling).
-#include "archetype/io/arch/conventions.hpp"
 #include "archetype/models/decoder.hpp"
 
 namespace archetype::presets {
 
-using Granite = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, SwiGLU, RMSNorm>;
+using Granite = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, SwiGLU, RMSNorm, EmbeddingMultiplier,
+                        ResidualMultiplier<>, LogitDivisor>;
 
 struct granite_architecture {
     static constexpr std::string_view gguf_name = "granite";
     using model = Granite;
-    static constexpr arch::gguf_conventions conventions{.multipliers = true};
 };
 
 } // namespace archetype::presets

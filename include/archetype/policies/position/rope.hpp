@@ -106,7 +106,6 @@ struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
         r.freq_factors = freqs ? freqs : shorts;
         r.freq_factors_long = freqs ? nullptr : longs;
         hp.rope_swa = r;
-        hp.no_rope_step = b.conventions().no_rope_layer_step;
         // the windowed layers' own base, when the architecture has one (gemma3); llama.cpp's
         // override (cparams.rope_freq_base) leaves it alone
         const float swa_default = b.conventions().rope_swa_base_default;
