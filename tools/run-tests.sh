@@ -25,6 +25,9 @@ BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 
 total_ok=0; total_fail=0
+# stage NAME: prints the wall time since the previous stage mark (CI's per-stage minutes)
+stage_t0=$SECONDS
+stage() { echo "stage ${1}: $((SECONDS - stage_t0)) s"; stage_t0=$SECONDS; }
 [ "${ARCHETYPE_MODELS_FAILED:-0}" = 1 ] && total_fail=1  # .ci/run could not fetch the models
 # run_suite DIR LOG [meson test args...]: runs meson test, adds its summary to the totals
 run_suite() {
@@ -36,6 +39,7 @@ run_suite() {
   total_ok=$((total_ok + ${counts% *})); total_fail=$((total_fail + ${counts#* }))
 }
 finish() {
+  stage "${current_stage:-end}"
   echo "${total_ok} passed, ${total_fail} failed"
   [ "$total_fail" -eq 0 ]
   exit $?
@@ -64,10 +68,13 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     $([ "${ARCHETYPE_BENCHMARKS:-1}" = 0 ] && echo -Dbenchmarks=false) ||
     { total_fail=1; finish; }
 fi
+current_stage="main build"
 if ! ninja -C "$BUILD" -j "$JOBS"; then
   echo "build failed"; total_fail=$((total_fail + 1)); finish
 fi
+stage "main build"; current_stage="main tests"
 run_suite "$BUILD" "$BUILD/test-output.txt"
+stage "main tests"
 
 # The golden-fixture suite must have run when ../shared/fixtures exists.
 if [ -d ../shared/fixtures ]; then
@@ -91,6 +98,7 @@ fi
 # runs, and under qemu-x86_64 as CPUs without AVX-512 and without AVX. Only the
 # decoder entries those suites load are compiled (llama, mellum_swa, granite).
 if [ "${ARCHETYPE_DISPATCH:-0}" = 1 ]; then
+  current_stage="dispatch"
   DISP=${BUILD}-dispatch
   if [ ! -f "$DISP/build.ninja" ]; then
     meson setup "$DISP" --buildtype=release -Dnative=false -Dcli_decoder_entries=llama,mellum_swa,granite \
@@ -101,6 +109,7 @@ if [ "${ARCHETYPE_DISPATCH:-0}" = 1 ]; then
   if ! ninja -C "$DISP" -j "$JOBS" $(suite_targets "$DISP" isa); then
     echo "dispatched build failed"; total_fail=$((total_fail + 1)); finish
   fi
+  stage "dispatch build"; current_stage="dispatch tests"
   run_suite "$DISP" "$DISP/test-output.txt" --no-rebuild --suite isa
   n_isa=$(grep -cE '^ *[0-9]+/[0-9]+ archetype:isa / .* OK ' "$DISP/test-output.txt" || true)
   echo "isa tests passed: $n_isa"
@@ -121,6 +130,7 @@ fi
 # test_blas is test_blas_threads' cases with 1-thread pools, run inline (108 s each
 # under qemu): the threaded one runs, the same kernels on 2 and 3 threads.
 if [ "${ARCHETYPE_AARCH64:-0}" = 1 ]; then
+  stage "${current_stage:-dispatch tests}"; current_stage="aarch64 build"
   A64=${BUILD}-aarch64
   if [ ! -f "$A64/build.ninja" ]; then
     bash tools/setup-aarch64.sh "$A64" --buildtype=release -Dnative=false \
@@ -141,6 +151,7 @@ skip = {"rwkv_fixtures", "rwkv_cli", "test_blas"} | set(os.environ.get("A64_SKIP
 suites = {"archetype:" + s for s in sys.argv[1:]}
 print(" ".join(t["name"] for t in json.load(sys.stdin) if t["name"] not in skip and set(t["suite"]) & suites))' "$@"
   }
+  stage "aarch64 build"; current_stage="aarch64 tests"
   QEMU_CPU=max run_suite "$A64" "$A64/test-output-max.txt" --no-rebuild --timeout-multiplier 4 \
     $(a64_tests kernels quant fixtures isa)
   # cortex-a53: the program's neon level (the fixture suites, unforced) and the test
@@ -151,6 +162,7 @@ print(" ".join(t["name"] for t in json.load(sys.stdin) if t["name"] not in skip 
 fi
 
 if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
+  stage "${current_stage:-before asan}"; current_stage="asan build"
   SAN=${BUILD}-asan
   if [ ! -f "$SAN/build.ninja" ]; then
     # -O2 with assertions, without debug info (its cost in compile time and memory is
@@ -175,10 +187,12 @@ if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
     echo "sanitizer build failed"; total_fail=$((total_fail + 1)); finish
   fi
   suite_args=(); for s in "${SAN_SUITES[@]}"; do suite_args+=(--suite "$s"); done
+  stage "asan build"; current_stage="asan tests"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_suite "$SAN" "$SAN/test-output.txt" --no-rebuild "${suite_args[@]}" --timeout-multiplier 4
 
   # ThreadSanitizer (clang-14): sessions on several threads sharing one model.
+  stage "asan tests"; current_stage="tsan"
   TSAN=${BUILD}-tsan
   if ! command -v clang++-14 >/dev/null; then
     echo "clang++-14 not found: the ThreadSanitizer suite cannot run"; total_fail=$((total_fail + 1)); finish

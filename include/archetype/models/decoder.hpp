@@ -28,6 +28,8 @@
 #include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
+#include "archetype/policies/mixers/hybrid.hpp"
+#include "archetype/policies/mixers/short_conv.hpp"
 #include "archetype/policies/multipliers.hpp"
 #include "archetype/policies/norm.hpp"
 #include "archetype/policies/norm_sandwich.hpp"

@@ -10,6 +10,7 @@
 #include "archetype/models/presets/gpt2.hpp"
 #include "archetype/models/presets/gptneox.hpp"
 #include "archetype/models/presets/granite.hpp"
+#include "archetype/models/presets/lfm2.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/olmo2.hpp"
@@ -35,6 +36,6 @@ using decoder_architectures =
                       presets::smollm3_architecture, presets::bloom_architecture, presets::gemma2_architecture,
                       presets::olmo2_architecture, presets::granite_architecture, presets::gptneox_architecture,
                       presets::phi2_architecture, presets::command_r_qknorm_architecture,
-                      presets::command_r_architecture>;
+                      presets::command_r_architecture, presets::lfm2_architecture>;
 
 } // namespace archetype

@@ -181,7 +181,13 @@ public:
             s += describe_line("attn scale", std::to_string(hp_.attn.scale));
         if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
         if (hp_.attn.softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.attn.softcap) + " (attention scores)");
-        s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
+        if constexpr (requires { layers_v_[0].attn.q_norm; })
+            s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
+        if constexpr (requires { layers_v_[0].attn.recurrent; }) {
+            std::string kinds;
+            for (std::size_t il = range_.first; il <= range_.last(); ++il) kinds += layers_v_[il].attn.recurrent ? 'R' : 'A';
+            s += describe_line("mixers", kinds + " (A = attention, R = recurrent)");
+        }
         if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
         s += describe_line("output", std::string(d.tied_output ? "tied to token_embd" : "output.weight") +
                                          (output_bias_ ? " + output.bias" : ""));
@@ -191,7 +197,19 @@ public:
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
         const auto f = D::figures(d, hp_.n_ctx_train);
         s += describe_line("params", std::to_string(f.parameters));
-        s += describe_line("KV cache", std::to_string(f.cache_bytes) + " bytes per sequence at the training context");
+        // the layers whose mixer keeps KV cells (all but a hybrid's recurrent ones), and the
+        // recurrent mixers' state
+        std::size_t kv_layers = 0, state_floats = 0;
+        for (std::size_t il = 0; il < d.n_layer; ++il) {
+            kv_layers += detail::mixer_keeps_kv<typename D::mixer>(layers_v_[il].attn);
+            state_floats += detail::mixer_state_floats<typename D::mixer>(layers_v_[il].attn);
+        }
+        const std::size_t kv_bytes = kv_layers == d.n_layer ? f.cache_bytes : f.cache_bytes / d.n_layer * kv_layers;
+        s += describe_line("KV cache", std::to_string(kv_bytes) +
+                                           " bytes per sequence at the training context");
+        if (state_floats)
+            s += describe_line("state", std::to_string(state_floats * sizeof(float)) +
+                                            " bytes per sequence (recurrent mixers, any context)");
         return s;
     }
 
@@ -235,6 +253,9 @@ public:
         const arch::llama_hparams& keys() const noexcept { return keys_; }
         const arch::gguf_conventions& conventions() const noexcept { return conv_; }
         const decoder_options& options() const noexcept { return opt_; }
+        /// The layer whose tensors are being bound (in a mixer's or block's bind hook).
+        std::size_t layer_index() const noexcept { return layer_; }
+        void set_layer(std::size_t il) noexcept { layer_ = il; }
         /// "{arch}." — the prefix of the file's architecture keys.
         const std::string& prefix() const noexcept { return prefix_; }
         decoder_hparams& hparams() noexcept { return m_.hp_; }
@@ -311,6 +332,7 @@ public:
         const arch::gguf_conventions& conv_;
         const decoder_options& opt_;
         std::string prefix_;
+        std::size_t layer_ = 0;
     };
 
 private:
@@ -388,6 +410,7 @@ private:
         const auto h = arch::read_llama_hparams(*file_, conv);
         range_ = opt.layers.resolved(h.n_layer);
         binder b(*this, h, conv, opt);
+        output_norm_name_ = conv.output_norm;
         hp_.arch = h.arch;
         auto& d = hp_.dims;
         d.n_layer = h.n_layer;
@@ -431,7 +454,8 @@ private:
         // a pipeline stage binds the embedding only at the first layer, the head only at the last
         const bool first_stage = has_embedding(), last_stage = has_head();
         if (last_stage)
-            output_norm_ = {b.vector_f32("output_norm.weight", E), b.optional_vector_f32("output_norm.bias", E), eps};
+            output_norm_ = {b.vector_f32(output_norm_name_ + ".weight", E),
+                            b.optional_vector_f32(output_norm_name_ + ".bias", E), eps};
         d.tied_output = !file_->find_tensor("output.weight");
         if (!d.tied_output) {
             if (first_stage) tok_embd_ = b.lookup_matrix("token_embd.weight", E, h.n_vocab);
@@ -479,6 +503,7 @@ private:
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const std::string blk = "blk." + std::to_string(il) + ".";
             auto& L = layers_v_[il];
+            b.set_layer(il);
             // the norms (and whatever else) the block shape has
             block_impl<typename D::block>::template bind<D>(b, il, blk, static_cast<block_weights&>(L), eps);
             mixer_impl<typename D::mixer>::bind(b, blk, L.attn);
@@ -497,7 +522,10 @@ private:
             }
         }
         check_all_bound();
-        check_keys_read(*file_, opt.unread, opt.known_unused_keys);
+        // the key ledger: a pipeline stage binds only its layers, and a key that only a mixer
+        // of another stage's layers reads (a hybrid's shortconv.l_cache) is that stage's to
+        // answer for: the ledger is checked where the model holds every layer
+        if (range_.count == h.n_layer) check_keys_read(*file_, opt.unread, opt.known_unused_keys);
     }
 
     /// Every tensor of the file was bound by some policy: one left over means the
@@ -523,7 +551,7 @@ private:
         const long il = layer_of_tensor(name);
         if (il >= 0) return range_.contains(std::size_t(il));
         if (name == "token_embd.weight") return has_embedding() || (hp_.dims.tied_output && has_head());
-        if (name.starts_with("output.") || name.starts_with("output_norm.")) return has_head();
+        if (name.starts_with("output.") || name.starts_with(output_norm_name_ + ".")) return has_head();
         return true; // position tables, rope factors, ...: bound by every stage
     }
 
@@ -540,6 +568,7 @@ private:
     std::size_t weight_bytes_ = 0;
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
+    std::string output_norm_name_ = "output_norm"; // gguf_conventions::output_norm
     const float* output_bias_ = nullptr;
     logits_weights logits_w_{};
 };

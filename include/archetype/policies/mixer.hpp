@@ -43,9 +43,19 @@ using SelfAttention = SelfAttentionWith<>;
 template <qk_norm QKNorm>
 struct mixer_impl<SelfAttentionWith<QKNorm>> {
     using weights = layers::attention_weights;
+    static constexpr bool keeps_kv = true; // KV cells under the model's cache policy
+    /// The rows `in` -> `out` through the session's attention (its heads, position, mask and cache).
+    template <class Ctx>
+    static void forward(Ctx& c, const weights& w, const float* in, float* out) {
+        c.self_attention(w, in, out);
+    }
     template <class Binder>
     static void bind(Binder& b, const std::string& blk, weights& w) {
         const auto& d = b.hparams().dims;
+        if (const auto& kv = b.keys().n_head_kv_layers; b.layer_index() < kv.size() && kv[b.layer_index()] == 0)
+            throw shape_error(b.prefix() + "attention.head_count_kv[" + std::to_string(b.layer_index()) +
+                              "] = 0: layer " + std::to_string(b.layer_index()) + " has no attention; compose its "
+                              "mixer per layer (HybridMixer<SelfAttention, ShortConv>, policies/mixers/hybrid.hpp)");
         const std::size_t E = d.n_embd, qw = d.n_head * d.head_dim, kw = d.n_head_kv * d.head_dim, hd = d.head_dim;
         if (b.file().find_tensor(blk + "attn_qkv.weight")) {
             // one fused projection [E, qw + 2 kw] (GPT-2, Phi-3, BLOOM): Q, K, V are its row ranges

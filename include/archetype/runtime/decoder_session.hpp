@@ -103,10 +103,26 @@ public:
         g.half = opt_.kv_type == kv_cache_type::f16;
         chunk_ = std::min(opt_.n_ubatch, cache_impl_t::chunk_limit(g));
         g.n_ubatch = chunk_;
-        cache_ = runtime::kv_cache(cache_impl_t::layout(g), opt_.max_sequences);
+        auto layout = cache_impl_t::layout(g);
+        // a layer whose mixer keeps no KV cells (a hybrid's recurrent layer) gets none
+        for (std::size_t i = 0; i < range_.count; ++i)
+            if (!detail::mixer_keeps_kv<mixer>(m.layer_at(range_.first + i).attn)) layout.cells[i] = 0;
+        cache_ = runtime::kv_cache(std::move(layout), opt_.max_sequences);
         cache_impl_t::init(g, cache_scratch_);
         attention_keys_ = cache_impl_t::attention_keys(g);
         rows_ = std::max(chunk_, opt_.max_sequences);
+        // the recurrent mixers' state per sequence (conv states, ...) beside the KV cells,
+        // and the scratch their forward pass needs
+        state_offset_.assign(range_.count, 0);
+        std::size_t mix_scratch = 0;
+        for (std::size_t i = 0; i < range_.count; ++i) {
+            const auto& w = m.layer_at(range_.first + i).attn;
+            state_offset_[i] = state_per_seq_;
+            state_per_seq_ += detail::mixer_state_floats<mixer>(w);
+            mix_scratch = std::max(mix_scratch, detail::mixer_scratch_floats<mixer>(w, rows_));
+        }
+        rstate_.assign(opt_.max_sequences * state_per_seq_, 0.f);
+        mix_scratch_.assign(mix_scratch, 0.f);
         const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width(), kw = hp.attn.kv_width();
         x_.assign(rows_ * E, 0.f);
         h_.assign(rows_ * E, 0.f);
@@ -141,6 +157,9 @@ public:
     const model_type& model() const noexcept { return *m_; }
     const decoder_session_options& options() const noexcept { return opt_; }
     const runtime::kv_cache& cache() const noexcept { return cache_; }
+    /// Bytes of recurrent mixer state (a hybrid's conv states, ...) one sequence keeps
+    /// beside its KV cells (0 for a model that only attends).
+    std::size_t recurrent_state_bytes_per_sequence() const noexcept { return state_per_seq_ * sizeof(float); }
     std::size_t n_vocab() const noexcept { return m_->n_vocab(); }
     /// Tokens held by sequence s (= its next position).
     std::int64_t n_past(seq_id s) const {
@@ -263,12 +282,15 @@ public:
     void remove_sequence(seq_id s) {
         check_seq(s);
         cache_.clear(std::size_t(s));
+        std::fill_n(rstate_.begin() + std::ptrdiff_t(std::size_t(s) * state_per_seq_), state_per_seq_, 0.f);
     }
     /// Makes dst a copy of src (dst's previous content is dropped).
     void copy_sequence(seq_id src, seq_id dst) {
         check_seq(src);
         check_seq(dst);
         cache_.copy(std::size_t(src), std::size_t(dst));
+        std::copy_n(rstate_.begin() + std::ptrdiff_t(std::size_t(src) * state_per_seq_), state_per_seq_,
+                    rstate_.begin() + std::ptrdiff_t(std::size_t(dst) * state_per_seq_));
     }
 
 private:
@@ -297,6 +319,7 @@ private:
     // (ALiBi, T5 buckets), and a vector added to each embedding row (sinusoidal, learned).
     using pos_impl = position_impl<typename D::position>;
     using cache_impl_t = cache_impl<typename D::cache>;
+    using mixer = typename D::mixer;
     static constexpr bool biased = requires(const typename pos_impl::weights& w, const typename pos_impl::state& st) {
         pos_impl::score_bias(w, st, std::size_t{}, std::size_t{}, std::int64_t{}, std::int64_t{});
     };
@@ -427,6 +450,13 @@ private:
         std::size_t rows() const noexcept { return n; }
         std::size_t width() const noexcept { return s.m_->n_embd(); }
         float* stream() noexcept { return s.x_.data(); }
+        /// For a recurrent mixer: the sequences of the pass, this layer's state of one, scratch.
+        const std::vector<group>& groups() const noexcept { return s.groups_; }
+        float* state(std::size_t seq) noexcept {
+            return s.rstate_.data() + seq * s.state_per_seq_ + s.state_offset_[il - s.range_.first];
+        }
+        float* scratch() noexcept { return s.mix_scratch_.data(); }
+        thread_pool* pool() noexcept { return s.pool_.get(); }
         float* normed() noexcept { return s.h_.data(); }
         float* out() noexcept { return s.t_.data(); }
         float* out2() noexcept { return s.u_.data(); }
@@ -434,20 +464,24 @@ private:
             const std::size_t E = s.m_->n_embd();
             layers::apply_norm<Norm>(w, src, E, dst, E, n, E);
         }
+        /// The layer's mixer (mixer_impl<D::mixer>::forward), which calls back here.
         void mix(const float* in, float* out) {
+            mixer_impl<typename D::mixer>::forward(*this, s.m_->layer_at(il).attn, in, out);
+        }
+        /// Self-attention with the model's heads, position, mask and cache (SelfAttention's forward).
+        void self_attention(const layers::attention_weights& w, const float* in, float* out) {
             const auto& hp = s.m_->hparams();
-            const auto& L = s.m_->layer_at(il);
             const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
             const bool swa_rope = s.two_ropes_ && hp.windowed[il];
             // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
             const bool rotated = rope && detail::position_rotates_layer<typename D::position>(il);
-            layers::project_qkv(L.attn, hp.attn, in, E, n, s.q_.data(), s.k_.data(), s.v_.data(),
+            layers::project_qkv(w, hp.attn, in, E, n, s.q_.data(), s.k_.data(), s.v_.data(),
                                 !rotated ? nullptr : swa_rope ? &s.rope_swa_ : rope,
                                 swa_rope ? s.cos_swa_.data() : s.cos_.data(), swa_rope ? s.sin_swa_.data() : s.sin_.data(),
                                 s.pool_.get());
             for (const auto& g : s.groups_) s.attend(il, g);
-            kernels::matmul(L.attn.wo, s.ao_.data(), qw, n, out, E, s.pool_.get());
-            layers::detail::add_row_bias(out, E, n, L.attn.bo, E);
+            kernels::matmul(w.wo, s.ao_.data(), qw, n, out, E, s.pool_.get());
+            layers::detail::add_row_bias(out, E, n, w.bo, E);
         }
         void ffn(const float* in, float* out) {
             const std::size_t E = s.m_->n_embd();
@@ -476,6 +510,10 @@ private:
     layer_range range_{};        // the model's layers this session runs
     std::vector<bool> windowed_; // hp.windowed of those layers (the cache geometry's)
     std::vector<float> x_, h_, t_, u_, q_, k_, v_, ao_, cos_, sin_; // u_: a parallel block's second output
+    // recurrent mixers: [max_sequences x state_per_seq_] states, each layer's at its offset
+    std::vector<float> rstate_, mix_scratch_;
+    std::vector<std::size_t> state_offset_;
+    std::size_t state_per_seq_ = 0;
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)
     layers::rope_params rope_, rope_swa_; // the model's, with the factors this context takes

@@ -35,6 +35,9 @@ struct gguf_conventions {
     /// The token embedding is multiplied by sqrt(n_embd) (gemma): a Decoder loading such a
     /// file must say ScaledEmbedding, and one that says it needs such a file.
     bool scaled_embedding = false;
+    /// The name of the final norm's tensors (before .weight / .bias): "output_norm", or
+    /// "token_embd_norm" where llama.cpp files it so (LLM_TENSOR_OUTPUT_NORM_LFM2).
+    const char* output_norm = "output_norm";
     /// Attention scale from the dimensions; null = 1/sqrt(head_dim). A file's own
     /// {arch}.attention.scale takes precedence.
     float (*attn_scale)(std::size_t n_layer, std::size_t n_embd, std::size_t n_head, std::size_t head_dim) = nullptr;
