@@ -26,6 +26,7 @@
 #include "archetype/models/presets/modern_bert.hpp"
 #include "archetype/models/rwkv_load.hpp"
 #include "decoder_test_util.hpp"
+#include "edited_gguf.hpp"
 
 using namespace archetype;
 
@@ -36,20 +37,9 @@ std::string zoo(const std::string& family) {
 }
 
 /// A copy of `src` with `edit` applied to the writer, at a temporary path.
-struct edited_file {
-    std::string path;
-    edited_file(const std::string& src, const std::string& tag, const std::function<void(gguf::writer&)>& edit) {
-        const auto f = gguf::file::open(src);
-        gguf::writer w;
-        for (const auto& e : f.metadata()) w.set(e.key, e.value);
-        for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data);
-        edit(w);
-        path = (std::filesystem::temp_directory_path() /
-                ("archetype_key_ledger_" + std::to_string(::getpid()) + "_" + tag + ".gguf"))
-                   .string();
-        w.write(path);
-    }
-    ~edited_file() { std::filesystem::remove(path); }
+struct edited_file : test_util::edited_gguf {
+    edited_file(const std::string& src, const std::string& tag, const std::function<void(gguf::writer&)>& edit)
+        : edited_gguf(src, "key_ledger_" + tag, [&](gguf::writer& w, const gguf::file&) { edit(w); }) {}
 };
 
 template <class F>

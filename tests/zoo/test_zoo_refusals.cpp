@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "archetype/io/gguf_writer.hpp"
+#include "edited_gguf.hpp"
 #include "archetype/io/hf_checkpoint.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/models/presets/gemma2.hpp"
@@ -39,18 +40,9 @@ std::string zoo(const std::string& family) {
 }
 
 /// A copy of a fixture with `edit` applied to the writer, at a temporary path.
-struct edited_file {
-    std::string path;
-    edited_file(const std::string& family, const std::function<void(gguf::writer&, const gguf::file&)>& edit) {
-        const auto f = gguf::file::open(zoo(family));
-        gguf::writer w;
-        for (const auto& e : f.metadata()) w.set(e.key, e.value);
-        for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data);
-        edit(w, f);
-        path = (std::filesystem::temp_directory_path() / ("archetype_zoo_refusal_" + family + ".gguf")).string();
-        w.write(path);
-    }
-    ~edited_file() { std::filesystem::remove(path); }
+struct edited_file : test_util::edited_gguf {
+    edited_file(const std::string& family, const std::function<void(gguf::writer&, const gguf::file&)>& edit)
+        : edited_gguf(zoo(family), "zoo_refusal_" + family, edit) {}
 };
 
 template <class Error, class F>
