@@ -15,7 +15,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "archetype/io/gguf_writer.hpp"
 #include "archetype/io/key_ledger.hpp"

@@ -183,11 +183,6 @@ public:
         if (hp_.attn.softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.attn.softcap) + " (attention scores)");
         if constexpr (requires { layers_v_[0].attn.q_norm; })
             s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
-        if constexpr (requires { layers_v_[0].attn.recurrent; }) {
-            std::string kinds;
-            for (std::size_t il = range_.first; il <= range_.last(); ++il) kinds += layers_v_[il].attn.recurrent ? 'R' : 'A';
-            s += describe_line("mixers", kinds + " (A = attention, R = recurrent)");
-        }
         if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
         s += describe_line("output", std::string(d.tied_output ? "tied to token_embd" : "output.weight") +
                                          (output_bias_ ? " + output.bias" : ""));
@@ -197,15 +192,19 @@ public:
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
         const auto f = D::figures(d, hp_.n_ctx_train);
         s += describe_line("params", std::to_string(f.parameters));
-        // the layers whose mixer keeps KV cells (all but a hybrid's recurrent ones), and the
-        // recurrent mixers' state
+        // the held layers whose mixer keeps KV cells (all but a hybrid's recurrent ones), and
+        // the recurrent mixers' state
         std::size_t kv_layers = 0, state_floats = 0;
-        for (std::size_t il = 0; il < d.n_layer; ++il) {
-            kv_layers += detail::mixer_keeps_kv<typename D::mixer>(layers_v_[il].attn);
+        std::string kinds;
+        for (std::size_t il = range_.first; il <= range_.last(); ++il) {
+            const bool kv = detail::mixer_keeps_kv<typename D::mixer>(layers_v_[il].attn);
+            kv_layers += kv;
+            kinds += kv ? 'A' : 'R';
             state_floats += detail::mixer_state_floats<typename D::mixer>(layers_v_[il].attn);
         }
-        const std::size_t kv_bytes = kv_layers == d.n_layer ? f.cache_bytes : f.cache_bytes / d.n_layer * kv_layers;
-        s += describe_line("KV cache", std::to_string(kv_bytes) +
+        const bool hybrid = kv_layers != range_.count;
+        if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent)");
+        s += describe_line("KV cache", std::to_string(hybrid ? f.cache_bytes / d.n_layer * kv_layers : f.cache_bytes) +
                                            " bytes per sequence at the training context");
         if (state_floats)
             s += describe_line("state", std::to_string(state_floats * sizeof(float)) +

@@ -1,10 +1,13 @@
 #pragma once
 // Mixer axis: what mixes information across positions. Self-attention here;
 // the RWKV time mixes live in policies/rwkv.hpp.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
+#include "archetype/io/gguf.hpp"
 #include "archetype/layers/attention.hpp"
 #include "archetype/policies/impl.hpp"
 
@@ -35,6 +38,35 @@ struct SelfAttentionWith {
 };
 using SelfAttention = SelfAttentionWith<>;
 
+namespace detail {
+/// Whether the layer being bound attends: false where the file's
+/// {arch}.attention.head_count_kv is a per-layer array whose entry is 0 (a recurrent layer
+/// of a hybrid; the reader has checked the array's length and values).
+template <class Binder>
+bool layer_attends(Binder& b) {
+    const std::string key = b.prefix() + "attention.head_count_kv";
+    if (!b.file().has(key) || b.file().type_of(key) != gguf::value_type::ARRAY) return true;
+    return b.file().template get<std::vector<std::uint64_t>>(key).at(b.layer_index()) != 0;
+}
+/// Whether mixer M keeps KV cells on a layer with these weights.
+template <class M, class W>
+bool mixer_keeps_kv(const W& w) {
+    if constexpr (requires { mixer_impl<M>::keeps_kv(w); }) return mixer_impl<M>::keeps_kv(w);
+    else if constexpr (requires { mixer_impl<M>::keeps_kv; }) return bool(mixer_impl<M>::keeps_kv);
+    else return true;
+}
+template <class M, class W>
+std::size_t mixer_state_floats(const W& w) {
+    if constexpr (requires { mixer_impl<M>::state_floats(w); }) return mixer_impl<M>::state_floats(w);
+    else return 0;
+}
+template <class M, class W>
+std::size_t mixer_scratch_floats(const W& w, std::size_t rows) {
+    if constexpr (requires { mixer_impl<M>::scratch_floats(w, rows); }) return mixer_impl<M>::scratch_floats(w, rows);
+    else return 0;
+}
+} // namespace detail
+
 /// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight
 /// (or one fused attn_qkv.weight [+ .bias], split by rows into Q, K, V),
 /// the optional biases attn_{q,k,v,output}.bias (Qwen2, StableLM, GPT-2 ...; bound
@@ -52,7 +84,7 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
     template <class Binder>
     static void bind(Binder& b, const std::string& blk, weights& w) {
         const auto& d = b.hparams().dims;
-        if (const auto& kv = b.keys().n_head_kv_layers; b.layer_index() < kv.size() && kv[b.layer_index()] == 0)
+        if (!detail::layer_attends(b))
             throw shape_error(b.prefix() + "attention.head_count_kv[" + std::to_string(b.layer_index()) +
                               "] = 0: layer " + std::to_string(b.layer_index()) + " has no attention; compose its "
                               "mixer per layer (HybridMixer<SelfAttention, ShortConv>, policies/mixers/hybrid.hpp)");

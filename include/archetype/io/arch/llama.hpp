@@ -49,9 +49,6 @@ struct llama_hparams {
     std::string arch;                    // general.architecture
     std::size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0;
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
-    /// {arch}.attention.head_count_kv per layer: the file's array (0 = the layer has no
-    /// attention: a recurrent mixer's, lfm2 / jamba / granitehybrid), or the scalar repeated
-    std::vector<std::size_t> n_head_kv_layers;
     float rms_eps = 0.f, ln_eps = 0.f;   // {arch}.attention.layer_norm_rms_epsilon / layer_norm_epsilon
     bool has_rms_eps = false, has_ln_eps = false;
     // RoPE
@@ -101,6 +98,9 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     h.n_embd = req("embedding_length");
     h.n_layer = req("block_count", 4096);
     h.n_head = req("attention.head_count", 4096);
+    // a per-layer array (0 = a layer without attention: lfm2, jamba, granitehybrid) gives the
+    // model's one KV head count here; which layers attend is the mixer's to read
+    // (detail::layer_attends, policies/mixer.hpp)
     if (const std::string kk = a + "attention.head_count_kv"; f.has(kk) && f.type_of(kk) == gguf::value_type::ARRAY) {
         const auto v = f.get<std::vector<std::uint64_t>>(kk);
         if (v.size() != h.n_layer)
@@ -113,12 +113,10 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
                 throw shape_error(kk + " has layers with " + std::to_string(h.n_head_kv) + " and " +
                                   std::to_string(v[il]) + " KV heads (one KV head count per model is supported)");
             if (v[il] != 0) h.n_head_kv = std::size_t(v[il]);
-            h.n_head_kv_layers.push_back(std::size_t(v[il]));
         }
         if (h.n_head_kv == 0) h.n_head_kv = h.n_head; // no attention layer at all: the heads are unused
     } else {
         h.n_head_kv = opt("attention.head_count_kv", h.n_head, 4096);
-        h.n_head_kv_layers.assign(h.n_layer, h.n_head_kv);
     }
     if (h.n_head % h.n_head_kv != 0)
         throw format_error(a + "attention.head_count = " + std::to_string(h.n_head) +

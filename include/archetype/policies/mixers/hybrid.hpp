@@ -12,6 +12,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/policies/impl.hpp"
+#include "archetype/policies/mixer.hpp"
 
 namespace archetype {
 
@@ -28,25 +29,6 @@ struct HybridMixer {
     }
 };
 
-namespace detail {
-/// Whether mixer M keeps KV cells on a layer with these weights.
-template <class M, class W>
-bool mixer_keeps_kv(const W& w) {
-    if constexpr (requires { mixer_impl<M>::keeps_kv(w); }) return mixer_impl<M>::keeps_kv(w);
-    else if constexpr (requires { mixer_impl<M>::keeps_kv; }) return bool(mixer_impl<M>::keeps_kv);
-    else return true;
-}
-template <class M, class W>
-std::size_t mixer_state_floats(const W& w) {
-    if constexpr (requires { mixer_impl<M>::state_floats(w); }) return mixer_impl<M>::state_floats(w);
-    else return 0;
-}
-template <class M, class W>
-std::size_t mixer_scratch_floats(const W& w, std::size_t rows) {
-    if constexpr (requires { mixer_impl<M>::scratch_floats(w, rows); }) return mixer_impl<M>::scratch_floats(w, rows);
-    else return 0;
-}
-} // namespace detail
 
 template <class A, class R>
 struct mixer_impl<HybridMixer<A, R>> {
@@ -57,9 +39,7 @@ struct mixer_impl<HybridMixer<A, R>> {
     };
     template <class Binder>
     static void bind(Binder& b, const std::string& blk, weights& w) {
-        const auto& kv = b.keys().n_head_kv_layers; // per layer, from the file's array (or its scalar)
-        const std::size_t il = b.layer_index();
-        w.recurrent = il < kv.size() && kv[il] == 0;
+        w.recurrent = !detail::layer_attends(b);
         if (w.recurrent) mixer_impl<R>::bind(b, blk, w.r);
         else mixer_impl<A>::bind(b, blk, w.a);
     }
