@@ -24,6 +24,9 @@ struct tiny_decoder {
     std::map<std::string, std::uint32_t> extra_u32;         // more metadata keys
     std::map<std::string, float> extra_f32;
     std::map<std::string, std::vector<float>> extra_f32_array;
+    /// head_count_kv per layer (written as the array key when not empty; 0 marks a layer
+    /// without attention, as hybrids' files do)
+    std::vector<std::uint32_t> head_count_kv_per_layer;
     // A vocabulary (empty: the file says no_vocab): a byte-level BPE ("gpt2") with
     // these tokens, token types and merges, and a chat template if not empty.
     std::vector<std::string> vocab, merges;
@@ -74,7 +77,8 @@ struct tiny_decoder {
         g.set(a + "block_count", std::uint32_t(n_layer));
         g.set(a + "feed_forward_length", std::uint32_t(n_ff));
         g.set(a + "attention.head_count", std::uint32_t(n_head));
-        g.set(a + "attention.head_count_kv", std::uint32_t(n_head_kv));
+        if (head_count_kv_per_layer.empty()) g.set(a + "attention.head_count_kv", std::uint32_t(n_head_kv));
+        else g.set(a + "attention.head_count_kv", head_count_kv_per_layer);
         g.set(a + "rope.freq_base", rope_base);
         g.set(a + "attention.layer_norm_rms_epsilon", eps);
         for (const auto& [k, v] : extra_u32) g.set(a + k, v);

@@ -200,6 +200,62 @@ BOOST_AUTO_TEST_CASE(forked_and_removed_sequences_keep_their_own_memory) {
     BOOST_TEST(c == ref); // nothing of the removed sequence is left
 }
 
+// Sequence operations on every kind of memory: a snapshot taken at the middle of the
+// prompt, restored into another sequence (a fork) and into the same one (going back),
+// continues bitwise as the original did; truncation back to the middle does the same where
+// the memory allows it (cells that are positions, no recurrent state) and is refused by an
+// argument_error naming the snapshot way elsewhere; a snapshot holds only the prefix's
+// cells; another model's snapshot, or one of another kv_type, is refused.
+BOOST_AUTO_TEST_CASE(snapshots_restore_and_truncation_follows_the_memory_kind) {
+    const auto m = load_model<Entry>(zoo_dir() + "model.gguf");
+    const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_40.i32.bin");
+    const std::size_t V = m.n_vocab(), h = 20;
+    const std::span<const std::int32_t> all(tok), first = all.first(h), rest = all.subspan(h);
+    auto s = session(m, {.n_threads = 2, .max_sequences = 2, .n_ctx = 64});
+    std::vector<float> a(20 * V), b(20 * V), c(20 * V), d(20 * V);
+    s.prefill(0, first, nullptr);
+    const auto snap = s.save_sequence(0);
+    BOOST_TEST(snap.n_past() == std::int64_t(h));
+    s.prefill(0, rest, a.data());
+    s.restore_sequence(1, snap); // a fork from the snapshot
+    s.prefill(1, rest, b.data());
+    BOOST_TEST(a == b);
+    s.restore_sequence(0, snap); // back to the middle
+    BOOST_TEST(s.n_past(0) == std::int64_t(h));
+    s.prefill(0, rest, c.data());
+    BOOST_TEST(a == c);
+    // the memory kind decides truncation: rings (a windowed layer under a rolling cache)
+    // and recurrent mixers cannot be cut back
+    const auto& hp = m.hparams();
+    const bool rings = Entry::model::cache::rolling &&
+                       std::find(hp.windowed.begin(), hp.windowed.end(), true) != hp.windowed.end();
+    const bool cuttable = !rings && s.recurrent_state_bytes_per_sequence() == 0;
+    BOOST_TEST(s.can_truncate() == cuttable);
+    if (cuttable) {
+        s.truncate_sequence(0, std::int64_t(h));
+        BOOST_TEST(s.n_past(0) == std::int64_t(h));
+        s.prefill(0, rest, d.data());
+        BOOST_TEST(a == d);
+        // a snapshot of 20 positions holds 20 cells a layer, not the session's 64
+        std::size_t kv_layers = 0;
+        for (std::size_t il = 0; il < hp.dims.n_layer; ++il) kv_layers += s.cache().cells(il) ? 1 : 0;
+        BOOST_TEST(snap.kv.bytes() == kv_layers * 2 * hp.dims.n_head_kv * h * hp.dims.head_dim * sizeof(float));
+    } else {
+        BOOST_CHECK_EXCEPTION(s.truncate_sequence(0, std::int64_t(h)), argument_error, [](const argument_error& e) {
+            return std::string(e.what()).find("save_sequence") != std::string::npos;
+        });
+        BOOST_TEST(s.n_past(0) == std::int64_t(40)); // unchanged
+    }
+    BOOST_CHECK_THROW(s.truncate_sequence(0, 41), argument_error);
+    // another loaded model (even of the same file), or another kv_type, refuses the snapshot
+    const auto other = load_model<Entry>(zoo_dir() + "model.gguf");
+    auto s2 = session(other, {.n_threads = 1, .max_sequences = 1, .n_ctx = 64});
+    BOOST_CHECK_THROW(s2.restore_sequence(0, snap), argument_error);
+    auto s16 = session(m, {.n_threads = 1, .max_sequences = 1, .n_ctx = 64, .kv_type = kv_cache_type::f16});
+    BOOST_CHECK_THROW(s16.restore_sequence(0, snap), argument_error);
+    BOOST_TEST(s16.n_past(0) == 0);
+}
+
 #ifdef ZOO_HF
 // The Hugging Face checkpoint the GGUF was converted from (hf/: config.json +
 // model.safetensors), loaded directly: the registry picks the same entry, every

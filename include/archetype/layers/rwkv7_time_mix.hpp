@@ -27,16 +27,26 @@
 
 namespace archetype {
 
-/// v7 time mix of layer `L` (the model's first layer when `first_layer`) for rows
-/// [0, n): reads ws.xn (LN1 output), writes ws.y, updates each segment's att
-/// shift and wkv state, and reads (or, at the first layer, writes) ws.v_first.
-inline void rwkv7_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const rwkv_layer_weights& L,
-                           std::span<const rwkv_segment> segs, std::size_t layer_offset, std::size_t n,
-                           bool first_layer, rwkv_workspace& ws, thread_pool* pool) {
+/// Where a layer's v7 time-mix state lies, in floats from a segment's `state`: the
+/// token-shift vector [C] and the H x N x N wkv matrix.
+struct rwkv7_state_at {
+    std::size_t shift = 0, wkv = 0;
+};
+
+/// v7 time mix of layer `L` (the model's first RWKV-7 layer when `first_layer`) for
+/// rows [0, n): reads ws.xn (the normed input), writes ws.y, updates each segment's
+/// att shift and wkv state (at `at`), and reads (or, at the first layer, writes)
+/// ws.v_first. Segments: a range of rwkv_segment. Workspace: rwkv_workspace, or any struct with the same members whose
+/// data() gives rows x C floats (the decoder core's mixer carves them from its scratch,
+/// policies/mixers/rwkv7.hpp).
+template <class Segments, class Workspace>
+void rwkv7_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const rwkv_layer_weights& L,
+                    const Segments& segs, rwkv7_state_at at, std::size_t n, bool first_layer,
+                    Workspace& ws, thread_pool* pool) {
     const std::size_t H = C / N;
     const float* xa = ws.xn.data();
     float* sx = ws.sx.data();
-    detail::rwkv_token_shift(segs, layer_offset, C, xa, sx, C);
+    detail::rwkv_token_shift(segs, 0, at.shift, xa, sx, C);
     float* xs[6] = {ws.xr.data(), ws.xw.data(), ws.xk.data(), ws.xv.data(), ws.xia.data(), ws.xg.data()};
     for (std::size_t mc = 0; mc < 6; ++mc) {
         float* xc = xs[mc];
@@ -113,7 +123,7 @@ inline void rwkv7_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N,
         if (s.len == 0) continue;
         const std::size_t o = s.begin * C;
         kernels::wkv7(s.len, H, N, r + o, w + o, k + o, v + o, neg_kk + o, kka + o, C,
-                      s.state + layer_offset + 2 * C, out + o, C, pool);
+                      s.state + at.wkv, out + o, C, pool);
     }
     for (std::size_t i = 0; i < n; ++i) {
         float* oi = out + i * C;

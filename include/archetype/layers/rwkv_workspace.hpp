@@ -45,7 +45,9 @@ namespace detail {
 /// sequence or, for a sequence's first row, the shift vector saved in its state
 /// (at `shift_offset` floats into the layer's state); then the state keeps the
 /// segment's last xn. Must see all rows of a segment before the state changes.
-inline void rwkv_token_shift(std::span<const rwkv_segment> segs, std::size_t layer_offset,
+/// Segments: any range of rwkv_segment values (a span, or a view made on the fly).
+template <class Segments>
+void rwkv_token_shift(const Segments& segs, std::size_t layer_offset,
                              std::size_t shift_offset, const float* xn, float* sx, std::size_t C) {
     for (const auto& s : segs) {
         if (s.len == 0) continue;

@@ -1,6 +1,7 @@
 #pragma once
-// Mixer axis: what mixes information across positions. Self-attention here;
-// the RWKV time mixes live in policies/rwkv.hpp.
+// Mixer axis: what mixes information across positions. Self-attention here; the
+// others in policies/mixers/ (ShortConv, Rwkv7TimeMix, HybridMixer); the RWKV tags in
+// policies/rwkv.hpp.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,7 +66,22 @@ std::size_t mixer_scratch_floats(const W& w, std::size_t rows) {
     if constexpr (requires { mixer_impl<M>::scratch_floats(w, rows); }) return mixer_impl<M>::scratch_floats(w, rows);
     else return 0;
 }
+/// Floats per pass of `rows` rows that mixer M hands to later layers through the layer
+/// stack's side channel (RWKV-7's v_first; 0 for most mixers).
+template <class M, class W>
+std::size_t mixer_side_channel_floats(const W& w, std::size_t rows) {
+    if constexpr (requires { mixer_impl<M>::side_channel_floats(w, rows); })
+        return mixer_impl<M>::side_channel_floats(w, rows);
+    else return 0;
+}
 } // namespace detail
+
+/// What one layer hands to later layers of the same pass (RWKV-7's v_first): owned by the
+/// layer stack (the session), cleared (written = false) at the start of each pass.
+struct side_channel {
+    float* data = nullptr;
+    bool written = false;
+};
 
 /// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight
 /// (or one fused attn_qkv.weight [+ .bias], split by rows into Q, K, V),

@@ -53,6 +53,7 @@
 #include "archetype/runtime/cache/full.hpp"
 #include "archetype/runtime/cache/rolling.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
+#include "archetype/runtime/sequence_snapshot.hpp"
 #include "archetype/runtime/session_args.hpp"
 
 namespace archetype {
@@ -114,15 +115,17 @@ public:
         // the recurrent mixers' state per sequence (conv states, ...) beside the KV cells,
         // and the scratch their forward pass needs
         state_offset_.assign(range_.count, 0);
-        std::size_t mix_scratch = 0;
+        std::size_t mix_scratch = 0, side = 0;
         for (std::size_t i = 0; i < range_.count; ++i) {
             const auto& w = m.layer_at(range_.first + i).attn;
             state_offset_[i] = state_per_seq_;
             state_per_seq_ += detail::mixer_state_floats<mixer>(w);
             mix_scratch = std::max(mix_scratch, detail::mixer_scratch_floats<mixer>(w, rows_));
+            side = std::max(side, detail::mixer_side_channel_floats<mixer>(w, rows_));
         }
         rstate_.assign(opt_.max_sequences * state_per_seq_, 0.f);
         mix_scratch_.assign(mix_scratch, 0.f);
+        side_floats_.assign(side, 0.f);
         const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width(), kw = hp.attn.kv_width();
         x_.assign(rows_ * E, 0.f);
         h_.assign(rows_ * E, 0.f);
@@ -293,6 +296,70 @@ public:
                     rstate_.begin() + std::ptrdiff_t(std::size_t(dst) * state_per_seq_));
     }
 
+    /// Whether truncate_sequence can cut a sequence back to an earlier position: every
+    /// layer's memory must allow it — KV cells that are positions (FullCache; a rolling
+    /// cache without ring layers) and no recurrent mixer state.
+    bool can_truncate() const noexcept {
+        if constexpr (requires { cache_impl_t::can_truncate(cache_); })
+            return state_per_seq_ == 0 && cache_impl_t::can_truncate(cache_);
+        else
+            return false;
+    }
+    /// Forgets positions n_keep .. n_past-1 of sequence s (the next token goes to n_keep):
+    /// argument_error, before any change, when n_keep is outside 0..n_past or the memory
+    /// cannot be cut back (can_truncate: a ring or a recurrent state; take a snapshot at
+    /// that position instead). n_keep = 0 is remove_sequence; n_keep = n_past does nothing.
+    void truncate_sequence(seq_id s, std::int64_t n_keep) {
+        check_seq(s);
+        const std::int64_t past = cache_.n_past(std::size_t(s));
+        if (n_keep < 0 || n_keep > past)
+            throw argument_error("truncate_sequence: position " + std::to_string(n_keep) + " is outside 0.." +
+                                 std::to_string(past) + " (sequence " + std::to_string(s) + " holds " +
+                                 std::to_string(past) + " positions)");
+        if (n_keep == past) return;
+        if (n_keep == 0) return remove_sequence(s);
+        if (state_per_seq_ != 0)
+            throw argument_error("truncate_sequence: sequence " + std::to_string(s) + " keeps recurrent mixer state (" +
+                                 std::string(mixer::describe()) + "), which has folded in every position: it cannot "
+                                 "be cut back to position " + std::to_string(n_keep) +
+                                 "; save_sequence there and restore_sequence the snapshot");
+        if (!can_truncate())
+            throw argument_error("truncate_sequence: the " + std::string(D::cache::describe()) + " of sequence " +
+                                 std::to_string(s) + " keeps rings whose old positions are overwritten: it cannot be "
+                                 "cut back to position " + std::to_string(n_keep) +
+                                 "; save_sequence there and restore_sequence the snapshot");
+        cache_.truncate(std::size_t(s), n_keep);
+    }
+    /// A copy of sequence s's memory: the KV cells that hold something and the recurrent
+    /// mixers' state (runtime/sequence_snapshot.hpp).
+    sequence_snapshot save_sequence(seq_id s) const {
+        check_seq(s);
+        sequence_snapshot out;
+        out.model = m_;
+        out.kv = cache_.save(std::size_t(s));
+        const auto first = rstate_.begin() + std::ptrdiff_t(std::size_t(s) * state_per_seq_);
+        out.state.assign(first, first + std::ptrdiff_t(state_per_seq_));
+        return out;
+    }
+    /// Makes sequence s what `snap` saved (s's previous content is dropped): argument_error,
+    /// before any change, for a snapshot of another model or one that does not fit this
+    /// session (another kv_type, more positions than its n_ctx).
+    void restore_sequence(seq_id s, const sequence_snapshot& snap) {
+        check_seq(s);
+        if (snap.model != m_)
+            throw argument_error("restore_sequence: the snapshot was taken from another model (a session restores "
+                                 "snapshots of its own loaded model)");
+        if (snap.state.size() != state_per_seq_)
+            throw argument_error("restore_sequence: the snapshot holds " + std::to_string(snap.state.size()) +
+                                 " floats of recurrent state, this session " + std::to_string(state_per_seq_));
+        if (std::size_t(snap.n_past()) > opt_.n_ctx)
+            throw argument_error("restore_sequence: the snapshot holds " + std::to_string(snap.n_past()) +
+                                 " positions, past this session's n_ctx of " + std::to_string(opt_.n_ctx));
+        cache_.restore(std::size_t(s), snap.kv);
+        std::copy(snap.state.begin(), snap.state.end(),
+                  rstate_.begin() + std::ptrdiff_t(std::size_t(s) * state_per_seq_));
+    }
+
 private:
     struct group {
         std::size_t seq, row, n;
@@ -416,6 +483,7 @@ private:
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
         if (two_ropes_) layers::rope_tables(rope_swa_, pos_.data(), n, cos_swa_.data(), sin_swa_.data());
         using Norm = typename D::base_norm;
+        side_ = side_channel{side_floats_.data(), false}; // what a layer hands to later ones, this pass
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             // the layer's block shape wires its mixer and feed-forward (policies/block.hpp)
             sublayers s{*this, il, n, rope};
@@ -456,6 +524,8 @@ private:
             return s.rstate_.data() + seq * s.state_per_seq_ + s.state_offset_[il - s.range_.first];
         }
         float* scratch() noexcept { return s.mix_scratch_.data(); }
+        /// The layer stack's side channel of this pass (RWKV-7's v_first).
+        archetype::side_channel& side_channel() noexcept { return s.side_; }
         thread_pool* pool() noexcept { return s.pool_.get(); }
         float* normed() noexcept { return s.h_.data(); }
         float* out() noexcept { return s.t_.data(); }
@@ -512,6 +582,8 @@ private:
     std::vector<float> x_, h_, t_, u_, q_, k_, v_, ao_, cos_, sin_; // u_: a parallel block's second output
     // recurrent mixers: [max_sequences x state_per_seq_] states, each layer's at its offset
     std::vector<float> rstate_, mix_scratch_;
+    std::vector<float> side_floats_; // the side channel's rows (RWKV-7's v_first)
+    archetype::side_channel side_;
     std::vector<std::size_t> state_offset_;
     std::size_t state_per_seq_ = 0;
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch

@@ -50,6 +50,10 @@ struct mixer_impl<HybridMixer<A, R>> {
     static std::size_t scratch_floats(const weights& w, std::size_t rows) {
         return w.recurrent ? detail::mixer_scratch_floats<R>(w.r, rows) : detail::mixer_scratch_floats<A>(w.a, rows);
     }
+    static std::size_t side_channel_floats(const weights& w, std::size_t rows) {
+        return w.recurrent ? detail::mixer_side_channel_floats<R>(w.r, rows)
+                           : detail::mixer_side_channel_floats<A>(w.a, rows);
+    }
     template <class Ctx>
     static void forward(Ctx& c, const weights& w, const float* in, float* out) {
         if (w.recurrent) mixer_impl<R>::forward(c, w.r, in, out);

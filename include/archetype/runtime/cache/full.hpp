@@ -64,6 +64,8 @@ struct cache_impl<FullCache> {
     }
     /// After all layers of a pass: the sequence's next n positions are written.
     static void commit(runtime::kv_cache& c, std::size_t s, std::size_t n) { c.advance(s, n); }
+    /// Cells are positions: a sequence can be cut back to any earlier position.
+    static bool can_truncate(const runtime::kv_cache&) noexcept { return true; }
 };
 
 } // namespace archetype

@@ -32,6 +32,23 @@ struct kv_layout {
     bool half = false;              // elements are IEEE half instead of float32
 };
 
+/// A copy of one sequence's cells (kv_cache::save), to restore later into the same
+/// sequence or another (kv_cache::restore): per layer, the cells that hold something —
+/// the first n_past cells of a layer whose cells are its positions, the whole ring of
+/// a ring layer — so a snapshot of a short prefix is small.
+struct kv_snapshot {
+    std::int64_t n_past = 0;
+    bool half = false;
+    std::vector<std::size_t> live;       // per layer: cells saved
+    std::vector<float> data;             // float layout: per layer, K then V of each kv head, live cells each
+    std::vector<std::uint16_t> data16;   // half layout
+    std::vector<std::int64_t> cell_pos;  // tracked cells' positions
+    std::size_t bytes() const noexcept {
+        return data.size() * sizeof(float) + data16.size() * sizeof(std::uint16_t) +
+               cell_pos.size() * sizeof(std::int64_t);
+    }
+};
+
 class kv_cache {
 public:
     kv_cache() = default;
@@ -130,7 +147,86 @@ public:
         b.n_past = a.n_past;
     }
 
+    /// Forgets positions n .. n_past-1 of s (0 <= n <= n_past): valid where a layer's cells
+    /// are its positions (the cache policy says when: cache_impl<C>::can_truncate).
+    void truncate(std::size_t s, std::int64_t n) {
+        auto& q = seqs_[s];
+        if (n < 0 || n > q.n_past)
+            throw argument_error("truncate: position " + std::to_string(n) + " is outside 0.." + std::to_string(q.n_past) +
+                                 " (sequence " + std::to_string(s) + " holds " + std::to_string(q.n_past) + " positions)");
+        q.n_past = n;
+    }
+
+    /// A copy of sequence s's cells that hold something.
+    kv_snapshot save(std::size_t s) const {
+        const auto& q = seqs_[s];
+        kv_snapshot out;
+        out.half = layout_.half;
+        out.n_past = q.n_past;
+        out.cell_pos = q.cell_pos;
+        const bool used = !q.data.empty() || !q.data16.empty();
+        for (std::size_t il = 0; il < layout_.n_layer; ++il) out.live.push_back(used ? live_cells(il, q.n_past) : 0);
+        auto gather = [&](const auto& src, auto& dst) {
+            for (std::size_t il = 0; il < layout_.n_layer; ++il)
+                for (std::size_t kv = 0; kv < 2 * layout_.n_head_kv; ++kv) { // K of each head, then V of each
+                    const auto* b = src.data() + offsets_[il] + kv * cells(il) * layout_.head_dim;
+                    dst.insert(dst.end(), b, b + out.live[il] * layout_.head_dim);
+                }
+        };
+        if (used) {
+            if (layout_.half) gather(q.data16, out.data16);
+            else gather(q.data, out.data);
+        }
+        return out;
+    }
+    /// Makes sequence s what `snap` saved (argument_error, before any change, when the
+    /// snapshot does not fit this cache: other layers, head shape, element type, rings).
+    void restore(std::size_t s, const kv_snapshot& snap) {
+        auto refuse = [](const std::string& why) { throw argument_error("restore: the snapshot " + why); };
+        if (snap.live.size() != layout_.n_layer)
+            refuse("holds " + std::to_string(snap.live.size()) + " layers, this cache " + std::to_string(layout_.n_layer));
+        if (snap.half != layout_.half)
+            refuse(std::string("holds ") + (snap.half ? "half" : "float32") + " cells, this cache " +
+                   (layout_.half ? "half" : "float32") + " ones (kv_type)");
+        if (snap.cell_pos.size() != layout_.tracked) refuse("was taken from a cache with other ring layers");
+        std::size_t elements = 0;
+        for (std::size_t il = 0; il < layout_.n_layer; ++il) {
+            if (snap.live[il] > cells(il))
+                refuse("holds " + std::to_string(snap.live[il]) + " cells of layer " + std::to_string(il) +
+                       ", which has " + std::to_string(cells(il)) + " here (n_ctx)");
+            elements += 2 * layout_.n_head_kv * snap.live[il] * layout_.head_dim;
+        }
+        if ((layout_.half ? snap.data16.size() : snap.data.size()) != elements)
+            refuse("has " + std::to_string(layout_.half ? snap.data16.size() : snap.data.size()) +
+                   " elements where its layers say " + std::to_string(elements) + " (another head shape)");
+        if (elements == 0 && snap.n_past == 0) {
+            clear(s);
+            return;
+        }
+        ensure(s);
+        auto& q = seqs_[s];
+        auto scatter = [&](const auto& src, auto& dst) {
+            const auto* p = src.data();
+            for (std::size_t il = 0; il < layout_.n_layer; ++il)
+                for (std::size_t kv = 0; kv < 2 * layout_.n_head_kv; ++kv) {
+                    const std::size_t n = snap.live[il] * layout_.head_dim;
+                    std::copy(p, p + n, dst.begin() + std::ptrdiff_t(offsets_[il] + kv * cells(il) * layout_.head_dim));
+                    p += n;
+                }
+        };
+        if (layout_.half) scatter(snap.data16, q.data16);
+        else scatter(snap.data, q.data);
+        q.cell_pos = snap.cell_pos;
+        q.n_past = snap.n_past;
+    }
+
 private:
+    /// Cells of layer il that hold something after n_past positions: a ring layer's
+    /// (its cells are the tracked ones) all of them, another layer's the first n_past.
+    std::size_t live_cells(std::size_t il, std::int64_t n_past) const noexcept {
+        if (layout_.tracked && cells(il) == layout_.tracked) return cells(il);
+        return std::min(cells(il), std::size_t(n_past));
+    }
     struct sequence {
         std::int64_t n_past = 0;
         std::vector<float> data;            // float layout

@@ -157,6 +157,10 @@ struct ring_cache_impl {
         }
         c.advance(s, n);
     }
+    /// A ring has overwritten the positions a cut-back sequence would attend to: only a
+    /// cache without ring layers (no windowed layer) can be truncated; a ring sequence
+    /// goes back through a snapshot taken at that position.
+    static bool can_truncate(const kv_cache& c) noexcept { return c.layout().tracked == 0; }
 };
 
 } // namespace runtime
