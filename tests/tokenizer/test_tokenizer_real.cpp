@@ -1,7 +1,8 @@
 // Suite 'real-models': the tokenizers of SmolLM2-135M (GGUF, byte-level BPE), Gemma 3
 // 270M (GGUF, SentencePiece), all-MiniLM-L6-v2 (tokenizer.json / vocab.txt, WordPiece)
 // and the RWKV world vocabulary, against ids made by the Hugging Face / rwkv reference
-// tokenizers (tests/data/tokenizer/*.json, tools/reference/make_tokenizer_fixtures.py).
+// tokenizers, and for Gemma by llama.cpp (tests/data/tokenizer/*.json,
+// tools/reference/make_tokenizer_fixtures.py).
 // ARCHETYPE_MODELS_DIR is the directory the packages were installed into; a missing
 // variable or file is a failure, never a skip.
 #define BOOST_TEST_MODULE tokenizer_real

@@ -339,6 +339,55 @@ BOOST_AUTO_TEST_CASE(no_prefix_byte_fallback_and_user_tokens) {
     BOOST_TEST(t.lossless());
 }
 
+// llama.cpp (and SentencePiece) cut user-defined tokens out whole, longest first: Gemma's
+// space runs (2..31 spaces) leave what is past the longest to the text after it (issue 43).
+BOOST_AUTO_TEST_CASE(user_defined_space_runs_are_cut_whole) {
+    auto c = spm_config();
+    c.add_space_prefix = false;
+    c.add_bos = false;
+    // 265 "  ", 266 "   " (user-defined, raw spaces, score -1000 as Gemma's), 267 x, 268 ▁y
+    for (auto t : {"  ", "   "}) {
+        c.tokens.push_back(t);
+        c.types.push_back(4);
+        c.scores.push_back(-1000);
+    }
+    for (auto [t, sc] : std::vector<std::pair<std::string, float>>{{"x", -6}, {"\xE2\x96\x81y", -7}}) {
+        c.tokens.push_back(t);
+        c.types.push_back(1);
+        c.scores.push_back(sc);
+    }
+    const spm_tokenizer t(std::move(c));
+    BOOST_TEST(t.encode("x   y", false) == (ids_t{267, 266, 3 + 'y'}), boost::test_tools::per_element());
+    BOOST_TEST(t.encode("x    y", false) == (ids_t{267, 266, 268}), boost::test_tools::per_element());
+    BOOST_TEST(t.encode("x     y", false) == (ids_t{267, 266, 265, 3 + 'y'}), boost::test_tools::per_element());
+    BOOST_TEST(t.encode("x       y", false) == (ids_t{267, 266, 266, 268}), boost::test_tools::per_element());
+    const std::string many = "x" + std::string(1000, ' ') + "y";
+    BOOST_TEST(t.decode(t.encode(many, false)) == many);
+}
+
+// With add_space_prefix, llama.cpp puts "▁" before every stretch of text that starts the
+// text or follows a special token; decoding drops it again.
+BOOST_AUTO_TEST_CASE(space_prefix_after_each_special_token) {
+    const spm_tokenizer t(spm_config());
+    BOOST_TEST(t.encode("a<t>b", false) == (ids_t{259, 260, 264, 259, 261}), boost::test_tools::per_element());
+    BOOST_TEST(t.decode(t.encode("a<t>b", false)) == "a<t>b");
+    BOOST_TEST(t.decode(t.encode("ab <t> ab", false)) == "ab <t> ab");
+}
+
+BOOST_AUTO_TEST_CASE(special_texts_cut_longest_first) {
+    // llama.cpp's order: "bcd" (longer) is cut out before "ab", wherever it is.
+    const std::vector<std::string> texts = {"ab", "bcd", "xy"};
+    ordered_specials sp;
+    sp.build({0, 1, 2}, [&](std::int32_t id) -> const std::string& { return texts[static_cast<std::size_t>(id)]; });
+    std::string got;
+    sp.split("abcd ab xyxy abc", [&](std::string_view s) { got += "[" + std::string(s) + "]"; },
+             [&](std::int32_t id) { got += "<" + std::to_string(id) + ">"; });
+    BOOST_TEST(got == "[a]<1>[ ]<0>[ ]<2><2>[ ]<0>[c]");
+    std::string none;
+    sp.split("plain", [&](std::string_view s) { none += s; }, [&](std::int32_t) { none += "?"; });
+    BOOST_TEST(none == "plain");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(wordpiece)

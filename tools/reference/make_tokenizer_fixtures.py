@@ -23,12 +23,16 @@ The references are Hugging Face tokenizers, never our own code:
   pre-tokenizer, ByteLevel decoder, the CONTROL tokens as special added tokens). transformers'
   own GGUF path does not know the "smollm" pre-tokenizer (it would not split digits), so it
   is not used here.
-- Gemma 3 270M: transformers' GGUF tokenizer conversion (what AutoTokenizer.from_pretrained(...,
-  gguf_file=...) builds: GemmaTokenizer with merges rebuilt from the vocabulary), called
-  directly so that torch is not needed.
+- Gemma 3 270M: llama.cpp's llama_tokenize (needs --llama-cpp). transformers' GGUF tokenizer
+  conversion (GemmaTokenizer with merges rebuilt from the vocabulary) is also run, and where it
+  differs the case records its ids under "hf_ids" (information only): it treats Gemma's
+  user-defined space-run tokens as ordinary mergeable pieces, so runs of 32 or more spaces come
+  out as 16 + 16 where SentencePiece and llama.cpp cut the 31-space token out whole (issue 43).
 With --llama-cpp, each string is also tokenized by llama.cpp's llama_tokenize (a small C++
-helper compiled against the given build) and disagreements with HF are recorded per case
-under "llama_cpp_ids" (information only; the tests compare against "ids").
+helper compiled against the given build, DIR/build/bin or DIR/build-native/bin) and, for
+SmolLM2, disagreements with HF are recorded per case under "llama_cpp_ids" (information only;
+the tests compare against "ids"). --only NAME regenerates one file (smollm2, gemma3, minilm,
+rwkv_world).
 """
 import argparse
 import ctypes
@@ -218,6 +222,8 @@ def llama_cpp_tokenize(llama_dir, model, strings, add_special):
         src, exe = os.path.join(tmp, "t.cpp"), os.path.join(tmp, "t")
         open(src, "w").write(LLAMA_HELPER)
         lib = os.path.join(llama_dir, "build", "bin")
+        if not os.path.isdir(lib):
+            lib = os.path.join(llama_dir, "build-native", "bin")
         subprocess.check_call(["g++", "-O1", "-std=c++17", src, "-o", exe, "-I", os.path.join(llama_dir, "include"),
                                "-I", os.path.join(llama_dir, "ggml", "include"), "-L", lib, "-lllama",
                                "-Wl,-rpath," + lib])
@@ -225,6 +231,13 @@ def llama_cpp_tokenize(llama_dir, model, strings, add_special):
         out = subprocess.run([exe, model, "1" if add_special else "0"], input=inp, capture_output=True, text=True,
                              check=True).stdout
         return [[int(x) for x in line.split()] for line in out.split("\n")[: len(strings)]]
+
+
+def llama_cpp_commit(llama_dir):
+    commit = os.path.join(llama_dir, "COMMIT")
+    if os.path.exists(commit):
+        return open(commit).read().strip()
+    return subprocess.run(["git", "-C", llama_dir, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 
 
 def rwkv_version(models_dir):
@@ -245,7 +258,11 @@ def main():
     ap.add_argument("models_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--llama-cpp", default=None)
+    ap.add_argument("--only", default=None, choices=["smollm2", "gemma3", "minilm", "rwkv_world"])
     a = ap.parse_args()
+
+    def want(name):
+        return a.only is None or a.only == name
     strings = test_strings()
     versions = {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
                 "python": sys.version.split()[0]}
@@ -257,6 +274,13 @@ def main():
         return llama_cpp_tokenize(a.llama_cpp, model, strings, add)
 
     # --- SmolLM2 ---
+    smollm2(a, strings, versions, llama_ids) if want("smollm2") else None
+    gemma3(a, strings, versions, llama_ids) if want("gemma3") else None
+    minilm(a, strings, versions) if want("minilm") else None
+    rwkv_world(a, strings, versions) if want("rwkv_world") else None
+
+
+def smollm2(a, strings, versions, llama_ids):
     path = os.path.join(a.models_dir, SMOL)
     arch, d = read_gguf_tokenizer(path)
     tok, add_bos = smollm_reference(d)
@@ -276,25 +300,30 @@ def main():
           {"model": SMOL, "reference": "tokenizers BPE + Digits/ByteLevel (SmolLM2 tokenizer.json pipeline)",
            "versions": versions, "add_special": True}, cases)
 
-    # --- Gemma 3 ---
+
+
+def gemma3(a, strings, versions, llama_ids):
+    if not a.llama_cpp:
+        sys.exit("gemma3's reference is llama.cpp: pass --llama-cpp DIR")
     path = os.path.join(a.models_dir, GEMMA)
     arch, d = read_gguf_tokenizer(path)
     tok = gemma_reference(arch, d)
     lc = llama_ids(path, True)
     cases, diff = [], 0
     for i, s in enumerate(strings):
-        ids = tok(s, add_special_tokens=True)["input_ids"]
-        c = {"text": s, "ids": ids}
-        if lc is not None and lc[i] != ids:
-            c["llama_cpp_ids"] = lc[i]
+        c = {"text": s, "ids": lc[i]}
+        hf = tok(s, add_special_tokens=True)["input_ids"]
+        if hf != lc[i]:
+            c["hf_ids"] = hf
             diff += 1
         cases.append(c)
-    print(f"gemma3: llama.cpp differs from HF on {diff} strings" if lc else "gemma3 done")
+    print(f"gemma3: transformers' GGUF conversion differs from llama.cpp on {diff} strings")
     write(os.path.join(a.out_dir, "gemma3.json"),
-          {"model": GEMMA, "reference": "transformers GGUF tokenizer conversion (GemmaTokenizer)",
-           "versions": versions, "add_special": True}, cases)
+          {"model": GEMMA, "reference": "llama.cpp llama_tokenize (add_special, parse_special)",
+           "versions": {**versions, "llama.cpp": llama_cpp_commit(a.llama_cpp)}, "add_special": True}, cases)
 
-    # --- all-MiniLM-L6-v2 ---
+
+def minilm(a, strings, versions):
     tok = Tokenizer.from_file(os.path.join(a.models_dir, MINILM, "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
@@ -304,8 +333,11 @@ def main():
            "versions": versions, "add_special": True}, cases)
     print("minilm done")
 
-    # --- RWKV world (the rwkv package's own TRIE_TOKENIZER; its module is loaded from the
-    # file so that the package's torch imports are not triggered) ---
+
+
+def rwkv_world(a, strings, versions):
+    # The rwkv package's own TRIE_TOKENIZER; its module is loaded from the file so that the
+    # package's torch imports are not triggered.
     import importlib.util
     spec = importlib.util.spec_from_file_location("rwkv_tokenizer",
                                                   os.path.join(a.models_dir, RWKV, "rwkv_tokenizer.py"))

@@ -1,7 +1,8 @@
 #pragma once
 // GPT-2-style byte-level BPE (GGUF tokenizer.ggml.model = "gpt2"), as Hugging Face's
 // ByteLevel pre-tokenizer + BPE model do it:
-//  1. special tokens (CONTROL and USER_DEFINED) are cut out of the text first;
+//  1. special tokens (CONTROL and USER_DEFINED) are cut out of the text first (from a
+//     GGUF file as llama.cpp does it, ordered_specials; from tokenizer.json leftmost-longest);
 //  2. the pre-tokenizer splits the rest into words: GPT-2's regex
 //       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //     written out by hand over code points (the common case, kept fast), for "smollm"
@@ -116,11 +117,15 @@ public:
         bool nfc = false;                     // NFC-normalise text between special tokens
         std::int32_t bos = -1, eos = -1, unk = -1, pad = -1;
         bool add_bos = false, add_eos = false;
+        /// Cut special-token text out as llama.cpp does (GGUF files; ordered_specials:
+        /// CONTROL, USER_DEFINED and UNKNOWN tokens, longest first) instead of Hugging
+        /// Face's leftmost-longest match of CONTROL and USER_DEFINED tokens (tokenizer.json).
+        bool llama_specials = false;
     };
 
     explicit bpe_tokenizer(config c)
         : tokens_(std::move(c.tokens)), pre_(c.pre), add_bos_(c.add_bos), add_eos_(c.add_eos),
-          ignore_merges_(c.ignore_merges), nfc_(c.nfc) {
+          ignore_merges_(c.ignore_merges), nfc_(c.nfc), llama_specials_(c.llama_specials) {
         n_vocab_ = tokens_.size();
         if (pre_ == bpe_pre::patterns) {
             if (c.patterns.empty()) throw format_error("a pattern pre-tokenizer needs at least one pattern");
@@ -134,11 +139,18 @@ public:
         set_special_ids(c.bos, c.eos, c.unk, c.pad, add_bos_, add_eos_);
 
         to_id_.reserve(tokens_.size());
+        std::vector<std::int32_t> ordered;
         for (std::size_t i = 0; i < tokens_.size(); ++i) {
             const auto t = types_[i];
             if (t == token_type::control || t == token_type::user_defined) specials_.insert(tokens_[i], static_cast<std::int32_t>(i));
             else to_id_.emplace(tokens_[i], static_cast<std::int32_t>(i));
+            if (t == token_type::control || t == token_type::user_defined || t == token_type::unknown)
+                ordered.push_back(static_cast<std::int32_t>(i));
         }
+        if (llama_specials_)
+            ordered_.build(std::move(ordered), [&](std::int32_t id) -> const std::string& {
+                return tokens_[static_cast<std::size_t>(id)];
+            });
         byte_cp_ = gpt2_byte_to_cp();
         // Some vocabularies (SmolLM2's) lack a few bytes (C0 controls, 0xC0/0xC1, 0xF5+);
         // Hugging Face's BPE without unk_token drops such bytes, and so do we.
@@ -162,7 +174,7 @@ public:
         std::vector<std::pair<std::size_t, std::size_t>> words;
         std::vector<detail::symbol> syms;
         std::string normalised;
-        split_specials(specials_, text, [&](std::string_view frag) {
+        const auto on_text = [&](std::string_view frag) {
             words.clear();
             if (nfc_) {
                 normalised = unicode::nfc(frag);
@@ -187,7 +199,10 @@ public:
                 gpt2_split(frag, words);
             }
             for (const auto& [s, n] : words) encode_word(frag.substr(s, n), syms, ids);
-        }, [&](std::int32_t id) { ids.push_back(id); });
+        };
+        const auto on_special = [&](std::int32_t id) { ids.push_back(id); };
+        if (llama_specials_) ordered_.split(text, on_text, on_special);
+        else split_specials(specials_, text, on_text, on_special);
         if (add_special && add_eos_) ids.push_back(eos_);
         return ids;
     }
@@ -252,9 +267,10 @@ private:
     std::array<char32_t, 256> byte_cp_{};
     std::array<std::int32_t, 256> byte_id_{};
     byte_trie specials_;
+    ordered_specials ordered_;
     bpe_pre pre_;
     std::vector<split_regex> patterns_;
-    bool add_bos_, add_eos_, ignore_merges_, nfc_;
+    bool add_bos_, add_eos_, ignore_merges_, nfc_, llama_specials_;
     bool all_bytes_ = true;
 };
 

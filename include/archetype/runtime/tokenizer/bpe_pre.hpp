@@ -20,6 +20,7 @@ struct bpe_pre_rule {
     bool ignore_merges = false;
     bool gpt2_fast_path = false;   // exactly GPT-2's pattern: the hand-written splitter
     bool digits_then_gpt2 = false; // \p{N} then GPT-2's: the hand-written splitter too
+    bool add_bos = false;          // llama.cpp's add_bos when the file has no add_bos_token
 };
 
 namespace detail::pre {
@@ -31,11 +32,17 @@ inline constexpr sv llama3_re =
 inline constexpr sv qwen2_re =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-inline constexpr sv gpt2_names[] = {"default", "gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat",
+inline constexpr sv gpt2_names[] = {"gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat",
                                     "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert", "jina-v1-en",
                                     "jina-v2-code", "roberta-bpe", "exaone4", "mpt", "olmo", "jais", "trillion",
                                     "granite-docling"};
 inline constexpr sv gpt2_pats[] = {gpt2_re};
+
+// llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEFAULT: "default", and a file without tokenizer.ggml.pre
+// (older conversions: GPT-NeoX, Aquila). Not GPT-2's pattern: punctuation runs and digit
+// triples are split off first.
+inline constexpr sv default_names[] = {"default"};
+inline constexpr sv default_pats[] = {R"([\p{P}\$\+<=>\^~\|]+)", gpt2_re, R"(\p{N}+)", "[0-9][0-9][0-9]"};
 
 inline constexpr sv starcoder_names[] = {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone",
                                          "minerva-7b", "mellum2"};
@@ -121,7 +128,8 @@ inline constexpr sv minicpm5_pats[] = {
 inline constexpr bpe_pre_rule rules[] = {
     {gpt2_names, gpt2_pats, false, true, false},
     {starcoder_names, starcoder_pats, false, false, true},
-    {llama3_names, llama3_pats, true},
+    {llama3_names, llama3_pats, true, false, false, true},
+    {default_names, default_pats, false},
     {dbrx_names, llama3_pats, false},
     {qwen2_names, qwen2_pats, false},
     {qwen35_names, qwen35_pats, false},
@@ -131,7 +139,7 @@ inline constexpr bpe_pre_rule rules[] = {
     {falcon_names, falcon_pats, false},
     {bloom_names, bloom_pats, false},
     {viking_names, viking_pats, false},
-    {tekken_names, tekken_pats, true},
+    {tekken_names, tekken_pats, true, false, false, true},
     {gpt4o_names, gpt4o_pats, false},
     {seed_coder_names, seed_coder_pats, false},
     {bailing_names, bailing_pats, false},

@@ -58,7 +58,6 @@ inline std::unique_ptr<tokenizer> load_tokenizer(const gguf::file& f) {
         c.add_bos = f.get_or<bool>("tokenizer.ggml.add_bos_token", true);
         c.add_eos = f.get_or<bool>("tokenizer.ggml.add_eos_token", false);
         c.add_space_prefix = f.get_or<bool>("tokenizer.ggml.add_space_prefix", true);
-        c.rank_by_position = f.architecture().substr(0, 5) == "gemma";
         return std::make_unique<spm_tokenizer>(std::move(c));
     }
     if (model == "gpt2") {
@@ -79,8 +78,9 @@ inline std::unique_ptr<tokenizer> load_tokenizer(const gguf::file& f) {
         c.types = std::move(types);
         c.merges = f.get<std::vector<std::string>>("tokenizer.ggml.merges");
         c.bos = bos; c.eos = eos; c.unk = unk; c.pad = pad;
-        c.add_bos = f.get_or<bool>("tokenizer.ggml.add_bos_token", false);
+        c.add_bos = f.get_or<bool>("tokenizer.ggml.add_bos_token", rule->add_bos);
         c.add_eos = f.get_or<bool>("tokenizer.ggml.add_eos_token", false);
+        c.llama_specials = true;
         return std::make_unique<bpe_tokenizer>(std::move(c));
     }
     if (model == "bert") {
@@ -101,6 +101,16 @@ inline std::unique_ptr<tokenizer> load_tokenizer(const gguf::file& f) {
         c.sep = name(detail::gguf_id(f, "tokenizer.ggml.seperator_token_id") >= 0
                          ? detail::gguf_id(f, "tokenizer.ggml.seperator_token_id") : eos, "[SEP]");
         c.pad = name(pad, "[PAD]");
+        // As llama.cpp reads the file: its CONTROL / USER_DEFINED / UNKNOWN tokens are the
+        // specials, its normaliser, no limit on the length of a word.
+        c.specials.clear();
+        for (std::size_t i = 0; i < types.size() && i < c.tokens.size(); ++i) {
+            const auto ty = static_cast<token_type>(types[i]);
+            if (ty == token_type::control || ty == token_type::user_defined || ty == token_type::unknown)
+                c.specials.push_back(c.tokens[i]);
+        }
+        c.llama_normaliser = true;
+        c.max_chars = static_cast<std::size_t>(-1);
         return std::make_unique<wordpiece_tokenizer>(std::move(c));
     }
     throw format_error("tokenizer.ggml.model '" + model + "' is not supported (supported: llama, gpt2, bert)");

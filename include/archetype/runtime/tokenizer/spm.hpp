@@ -1,15 +1,21 @@
 #pragma once
-// SentencePiece-style BPE (GGUF tokenizer.ggml.model = "llama", also Gemma's files):
-//  1. CONTROL and USER_DEFINED tokens are cut out of the text first (Gemma's "\n\n",
-//     runs of spaces and HTML tags are user-defined tokens);
-//  2. spaces become U+2581 "▁"; with add_space_prefix one "▁" goes in front of the
-//     first stretch of text (Llama) — Gemma files say false;
+// SentencePiece-style BPE (GGUF tokenizer.ggml.model = "llama", also Gemma's files), as
+// llama.cpp's llm_tokenizer_spm does it (src/llama-vocab.cpp):
+//  1. CONTROL, USER_DEFINED and UNKNOWN tokens are cut out of the text first, whole, in
+//     llama.cpp's order (ordered_specials: longest text first). Gemma's user-defined
+//     tokens "\n\n", runs of 2..31 spaces or tabs, HTML tags are cut out this way, so 32
+//     spaces are the 31-space token and one space left to the text after it;
+//  2. spaces become U+2581 "▁"; with add_space_prefix one "▁" goes in front of each
+//     stretch of text that follows a special token or starts the text (Llama) — Gemma
+//     files say false;
 //  3. the text starts as one symbol per code point; adjacent symbols whose joined text
-//     is a token merge, the highest-scoring join first (leftmost on ties);
+//     is a token (of any type, as llama.cpp's text-to-id map has them) merge, the
+//     highest-scoring join first (leftmost on ties). No limit on a piece's length or the
+//     number of merges;
 //  4. a symbol that is not a token is written as its UTF-8 bytes through the <0xXX>
 //     byte tokens (byte fallback), or as unk when the file has none.
-// Hugging Face's GemmaTokenizer (merges rebuilt from the vocabulary, ranked by position)
-// gives the same ids because Gemma's scores fall strictly with position.
+// Gemma's scores fall strictly with position among its normal tokens, so ranking by
+// score is ranking by position, as Hugging Face's GemmaTokenizer merges do.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -37,11 +43,6 @@ public:
         std::vector<std::int32_t> types;  // empty: all normal
         std::int32_t bos = -1, eos = -1, unk = -1, pad = -1;
         bool add_bos = true, add_eos = false, add_space_prefix = true;
-        /// Gemma: merge by position in the vocabulary (earlier first) instead of by
-        /// score, and treat the user-defined tokens made of spaces as ordinary pieces
-        /// spelled with "▁" — what Hugging Face's Gemma conversion does. (Gemma's scores
-        /// fall with position anyway, but its space-run tokens score -1000.)
-        bool rank_by_position = false;
     };
 
     explicit spm_tokenizer(config c)
@@ -59,24 +60,17 @@ public:
         for (std::size_t i = 0; i < c.types.size(); ++i) types_[i] = static_cast<token_type>(c.types[i]);
         set_special_ids(c.bos, c.eos, c.unk, c.pad, add_bos_, add_eos_);
 
-        if (c.rank_by_position)
-            for (std::size_t i = 0; i < scores_.size(); ++i) scores_[i] = -static_cast<float>(i);
         byte_id_.fill(-1);
         to_id_.reserve(tokens_.size());
+        std::vector<std::int32_t> special_ids;
         for (std::size_t i = 0; i < tokens_.size(); ++i) {
             const auto id = static_cast<std::int32_t>(i);
             const auto& t = tokens_[i];
+            // llama.cpp's text -> id map holds every token; of equal texts the last wins.
+            to_id_.insert_or_assign(t, id);
             switch (types_[i]) {
-            case token_type::control:
-                specials_.insert(t, id);
-                break;
-            case token_type::user_defined:
-                if (c.rank_by_position && !t.empty() && t.find_first_not_of(' ') == std::string::npos) {
-                    to_id_.try_emplace(escape(t), id);
-                } else {
-                    specials_.insert(t, id);
-                    to_id_.try_emplace(t, id);
-                }
+            case token_type::control: case token_type::user_defined: case token_type::unknown:
+                special_ids.push_back(id);
                 break;
             case token_type::byte: {
                 const int b = parse_byte_token(t);
@@ -86,9 +80,12 @@ public:
                 break;
             }
             default:
-                to_id_.try_emplace(t, id);
+                break;
             }
         }
+        specials_.build(std::move(special_ids), [&](std::int32_t id) -> const std::string& {
+            return tokens_[static_cast<std::size_t>(id)];
+        });
     }
 
     std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
@@ -96,25 +93,32 @@ public:
         if (add_special && add_bos_) ids.push_back(bos_);
         std::vector<detail::symbol> syms;
         std::string norm;
-        bool first = true;
-        split_specials(specials_, text, [&](std::string_view frag) {
+        bool after_special = true; // the start counts as following a special token (llama.cpp)
+        specials_.split(text, [&](std::string_view frag) {
             norm.clear();
-            if (add_space_prefix_ && first) norm += spm_space;
+            if (add_space_prefix_ && after_special) norm += spm_space;
             norm += escape(frag);
             encode_fragment(norm, syms, ids);
-            first = false;
-        }, [&](std::int32_t id) { ids.push_back(id); first = false; });
+            after_special = false;
+        }, [&](std::int32_t id) { ids.push_back(id); after_special = true; });
         if (add_special && add_eos_) ids.push_back(eos_);
         return ids;
     }
 
     std::string decode(std::span<const std::int32_t> ids) const override {
         std::string out;
-        for (auto id : ids) out += token_to_piece(id);
-        // The prefix space the encoder added is not part of the text.
-        if (add_space_prefix_ && !ids.empty() && !out.empty() && out[0] == ' ' &&
-            types_[static_cast<std::size_t>(ids[0])] == token_type::normal)
-            out.erase(0, 1);
+        bool after_special = true;
+        for (auto id : ids) {
+            std::string piece = token_to_piece(id);
+            const auto ty = types_[static_cast<std::size_t>(id)];
+            // The prefix space the encoder put before each stretch of text that starts the
+            // text or follows a special token is not part of the text.
+            if (add_space_prefix_ && after_special && ty == token_type::normal && !piece.empty() && piece[0] == ' ')
+                piece.erase(0, 1);
+            // (unk is left out: it is far more often a piece without a token than "<unk>" typed in)
+            after_special = ty == token_type::control || ty == token_type::user_defined;
+            out += piece;
+        }
         return out;
     }
 
@@ -212,7 +216,7 @@ private:
     std::vector<token_type> types_;
     string_map<std::int32_t> to_id_;
     std::array<std::int32_t, 256> byte_id_{};
-    byte_trie specials_;
+    ordered_specials specials_;
     bool add_bos_, add_eos_, add_space_prefix_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // The interface every tokenizer kind implements, and what they share: the vocabulary
 // with GGUF's token types, and leftmost-longest matching of special-token text.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -140,6 +141,22 @@ public:
         }
         return best;
     }
+    /// Calls f(length, id) for every key that starts at text[pos], shortest first.
+    template <class F> void for_each_prefix(std::string_view text, std::size_t pos, F&& f) const {
+        if (pos >= text.size()) return;
+        std::int32_t n = root_[static_cast<unsigned char>(text[pos])];
+        std::size_t i = pos + 1;
+        while (n >= 0) {
+            const auto& nd = nodes_[static_cast<std::size_t>(n)];
+            if (nd.id >= 0) f(i - pos, nd.id);
+            if (i >= text.size()) break;
+            const auto b = static_cast<unsigned char>(text[i]);
+            std::int32_t c = nd.child;
+            while (c >= 0 && nodes_[static_cast<std::size_t>(c)].byte != b) c = nodes_[static_cast<std::size_t>(c)].sibling;
+            n = c;
+            ++i;
+        }
+    }
     bool empty() const noexcept { return size_ == 0; }
 
 private:
@@ -174,5 +191,90 @@ void split_specials(const byte_trie& specials, std::string_view text, OnText&& o
     }
     if (start < text.size()) on_text(text.substr(start));
 }
+
+/// Special-token text cut out of the text as llama.cpp does it (tokenizer_st_partition in
+/// src/llama-vocab.cpp), for the tokenizers read from GGUF files: the special tokens in
+/// order of decreasing text length, each cutting every leftmost non-overlapping
+/// occurrence of its text out of the stretches of plain text the ones before it left.
+/// This is leftmost-longest matching wherever no two occurrences overlap partially; where
+/// they do, the longer token wins wherever it is (tokens "ab", "bcd" on "abcd": "a", "bcd").
+/// A trie finds which special texts occur at all, so only those are searched for.
+class ordered_specials {
+public:
+    /// ids: the special tokens (llama.cpp: CONTROL, USER_DEFINED and UNKNOWN) in ascending
+    /// order; text_of(id) their texts. Ranked by std::sort on text length, as llama.cpp does
+    /// (ties among equal lengths fall as std::sort leaves them, the same order as llama.cpp
+    /// built with the same standard library).
+    template <class TextOf>
+    void build(std::vector<std::int32_t> ids, TextOf&& text_of) {
+        std::sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+            return text_of(a).size() > text_of(b).size();
+        });
+        order_ = std::move(ids);
+        texts_.clear();
+        trie_ = byte_trie();
+        for (std::size_t r = 0; r < order_.size(); ++r) {
+            texts_.emplace_back(text_of(order_[r]));
+            // The trie maps a text to its rank; of equal texts the first in order wins.
+            trie_.insert(texts_.back(), static_cast<std::int32_t>(r));
+        }
+    }
+    bool empty() const noexcept { return trie_.empty(); }
+
+    /// on_text(view) for the plain stretches, on_special(id) for the cut-out tokens, in order.
+    template <class OnText, class OnSpecial>
+    void split(std::string_view text, OnText&& on_text, OnSpecial&& on_special) const {
+        if (text.empty()) return;
+        std::vector<std::int32_t> present; // ranks of the special texts that occur
+        if (!trie_.empty()) {
+            std::vector<bool> seen(order_.size(), false);
+            for (std::size_t i = 0; i < text.size(); ++i)
+                trie_.for_each_prefix(text, i, [&](std::size_t, std::int32_t r) {
+                    if (!seen[static_cast<std::size_t>(r)]) {
+                        seen[static_cast<std::size_t>(r)] = true;
+                        present.push_back(r);
+                    }
+                });
+        }
+        if (present.empty()) {
+            on_text(text);
+            return;
+        }
+        std::sort(present.begin(), present.end());
+        struct piece {
+            std::size_t off, len;
+            std::int32_t id; // -1: plain text
+        };
+        std::vector<piece> cur{{0, text.size(), -1}}, next;
+        for (const auto r : present) {
+            const std::string_view t = texts_[static_cast<std::size_t>(r)];
+            const auto id = order_[static_cast<std::size_t>(r)];
+            next.clear();
+            for (const auto& p : cur) {
+                if (p.id >= 0) {
+                    next.push_back(p);
+                    continue;
+                }
+                const std::string_view s = text.substr(0, p.off + p.len);
+                std::size_t start = p.off;
+                for (std::size_t m; (m = s.find(t, start)) != std::string_view::npos; start = m + t.size()) {
+                    if (m > start) next.push_back({start, m - start, -1});
+                    next.push_back({m, t.size(), id});
+                }
+                if (start < p.off + p.len) next.push_back({start, p.off + p.len - start, -1});
+            }
+            cur.swap(next);
+        }
+        for (const auto& p : cur) {
+            if (p.id >= 0) on_special(p.id);
+            else on_text(text.substr(p.off, p.len));
+        }
+    }
+
+private:
+    byte_trie trie_;
+    std::vector<std::int32_t> order_;
+    std::vector<std::string> texts_;
+};
 
 } // namespace archetype::tokenizer

@@ -10,6 +10,7 @@
 //     than max_chars code points, or one that cannot be covered, becomes [UNK].
 // add_special wraps the ids in [CLS] ... [SEP]. No truncation here: a model's length
 // limit is the caller's business.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -21,6 +22,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 #include "archetype/runtime/unicode.hpp"
+#include "archetype/runtime/unicode_nfc.hpp"
 
 namespace archetype::tokenizer {
 
@@ -33,14 +35,23 @@ public:
         std::string prefix = "##";
         std::size_t max_chars = 100;
         bool lowercase = true, strip_accents = true, clean_text = true, handle_cjk = true;
+        /// llama.cpp's WPM normaliser (GGUF `bert` files): a code point's canonical
+        /// decomposition is cut to its first code point and every mark (\p{M}) dropped
+        /// ("기" -> "ᄀ", where BERT keeps all the jamo), and its CJK ranges (0x2B920..,
+        /// not 0x2B820..). Set max_chars to SIZE_MAX as well: llama.cpp has no word limit.
+        bool llama_normaliser = false;
     };
 
     explicit wordpiece_tokenizer(config c)
         : tokens_(std::move(c.tokens)), prefix_(std::move(c.prefix)), max_chars_(c.max_chars), lowercase_(c.lowercase),
-          strip_accents_(c.strip_accents), clean_text_(c.clean_text), handle_cjk_(c.handle_cjk) {
+          strip_accents_(c.strip_accents), clean_text_(c.clean_text), handle_cjk_(c.handle_cjk),
+          llama_(c.llama_normaliser) {
         n_vocab_ = tokens_.size();
         to_id_.reserve(tokens_.size());
-        for (std::size_t i = 0; i < tokens_.size(); ++i) to_id_.try_emplace(tokens_[i], static_cast<std::int32_t>(i));
+        for (std::size_t i = 0; i < tokens_.size(); ++i) {
+            to_id_.try_emplace(tokens_[i], static_cast<std::int32_t>(i));
+            max_token_bytes_ = std::max(max_token_bytes_, tokens_[i].size());
+        }
         auto find = [&](const std::string& t, bool required) -> std::int32_t {
             const auto it = to_id_.find(t);
             if (it != to_id_.end()) return it->second;
@@ -114,6 +125,7 @@ private:
         using namespace unicode;
         out.clear();
         std::u32string tmp;
+        std::vector<char32_t> dec;
         for (std::size_t i = 0; i < s.size();) {
             const auto u = decode_utf8(s, i);
             i += u.len;
@@ -127,16 +139,32 @@ private:
                 else if (category_of(c) == category::other) continue;
             }
             tmp.clear();
-            if (strip_accents_) append_stripped(tmp, c);
-            else tmp += c;
+            if (strip_accents_ && llama_) {
+                dec.clear();
+                unicode::detail::nfc::decompose(c, dec);
+                const auto k = category_of(dec[0]);
+                if (k != category::mark_nonspacing && k != category::mark_other) tmp += dec[0];
+            } else if (strip_accents_) {
+                append_stripped(tmp, c);
+            } else {
+                tmp += c;
+            }
             for (char32_t d : tmp) {
-                const bool cjk = handle_cjk_ && is_cjk_ideograph(d);
+                const bool cjk = handle_cjk_ && (llama_ ? is_llama_chinese(d) : is_cjk_ideograph(d));
                 if (cjk) out += U' ';
                 if (lowercase_) append_lower(out, d);
                 else out += d;
                 if (cjk) out += U' ';
             }
         }
+    }
+
+    /// llama.cpp's is_chinese_char (llm_tokenizer_wpm_session): BERT's ranges, but the
+    /// extension block from 0x2B920 (as its comment says Hugging Face's Rust code has it).
+    static bool is_llama_chinese(char32_t c) noexcept {
+        return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+               (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+               (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
     }
 
     static bool is_bert_punct(char32_t c) noexcept {
@@ -172,7 +200,10 @@ private:
         std::string key;
         for (std::size_t start = 0; start < w.size();) {
             std::int32_t found = -1;
+            // Candidates longer than the longest token cannot match: start below them.
             std::size_t end = w.size();
+            const std::size_t room = max_token_bytes_ - (start > 0 ? std::min(prefix_.size(), max_token_bytes_) : 0);
+            while (end > start + 1 && off[end] - off[start] > room) --end;
             for (; end > start; --end) {
                 key.clear();
                 if (start > 0) key += prefix_;
@@ -199,8 +230,9 @@ private:
     byte_trie specials_;
     std::string prefix_;
     std::size_t max_chars_;
+    std::size_t max_token_bytes_ = 0;
     std::int32_t cls_ = -1, sep_ = -1;
-    bool lowercase_, strip_accents_, clean_text_, handle_cjk_;
+    bool lowercase_, strip_accents_, clean_text_, handle_cjk_, llama_;
 };
 
 } // namespace archetype::tokenizer
