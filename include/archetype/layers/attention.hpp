@@ -26,6 +26,7 @@ struct attention_weights {
     bool qk_norm_whole = false;    // OLMo 2: one RMSNorm over all heads of a row
     bool qk_layer_norm = false;    // Cohere: a LayerNorm (no bias) per head, with each head's own
                                    // weights: q_norm [n_head x head_dim], k_norm [n_head_kv x head_dim]
+    bool qk_norm_after_rope = false; // Hunyuan: the QK norm applies to the rotated Q and K
 };
 
 struct attention_dims {
@@ -57,23 +58,29 @@ inline void project_qkv(const attention_weights& w, const attention_dims& d, con
     detail::add_row_bias(q, qw, n, w.bq, qw);
     detail::add_row_bias(k, kw, n, w.bk, kw);
     detail::add_row_bias(v, kw, n, w.bv, kw);
-    if (w.qk_layer_norm) { // per head, with that head's weights
-        for (std::size_t r = 0; r < n * d.n_head; ++r)
-            kernels::layer_norm(q + r * hd, w.q_norm + (r % d.n_head) * hd, nullptr, q + r * hd, hd, d.norm_eps);
-        for (std::size_t r = 0; r < n * d.n_head_kv; ++r)
-            kernels::layer_norm(k + r * hd, w.k_norm + (r % d.n_head_kv) * hd, nullptr, k + r * hd, hd, d.norm_eps);
-    } else {
-        // per head: rows of hd; whole: one row of all heads per token
-        const std::size_t qn = w.qk_norm_whole ? qw : hd, kn = w.qk_norm_whole ? kw : hd;
-        if (w.q_norm)
-            for (std::size_t r = 0; r < n * qw / qn; ++r) kernels::rms_norm(q + r * qn, w.q_norm, q + r * qn, qn, d.norm_eps);
-        if (w.k_norm)
-            for (std::size_t r = 0; r < n * kw / kn; ++r) kernels::rms_norm(k + r * kn, w.k_norm, k + r * kn, kn, d.norm_eps);
-    }
+    auto qk_norms = [&] {
+        if (w.qk_layer_norm) { // per head, with that head's weights
+            for (std::size_t r = 0; r < n * d.n_head; ++r)
+                kernels::layer_norm(q + r * hd, w.q_norm + (r % d.n_head) * hd, nullptr, q + r * hd, hd, d.norm_eps);
+            for (std::size_t r = 0; r < n * d.n_head_kv; ++r)
+                kernels::layer_norm(k + r * hd, w.k_norm + (r % d.n_head_kv) * hd, nullptr, k + r * hd, hd, d.norm_eps);
+        } else {
+            // per head: rows of hd; whole: one row of all heads per token
+            const std::size_t qn = w.qk_norm_whole ? qw : hd, kn = w.qk_norm_whole ? kw : hd;
+            if (w.q_norm)
+                for (std::size_t r = 0; r < n * qw / qn; ++r)
+                    kernels::rms_norm(q + r * qn, w.q_norm, q + r * qn, qn, d.norm_eps);
+            if (w.k_norm)
+                for (std::size_t r = 0; r < n * kw / kn; ++r)
+                    kernels::rms_norm(k + r * kn, w.k_norm, k + r * kn, kn, d.norm_eps);
+        }
+    };
+    if (!w.qk_norm_after_rope) qk_norms();
     if (rope) {
         apply_rope(*rope, q, qw, n, d.n_head, hd, cos, sin);
         apply_rope(*rope, k, kw, n, d.n_head_kv, hd, cos, sin);
     }
+    if (w.qk_norm_after_rope) qk_norms();
 }
 
 /// Causal visibility of a key at position pk from a query at pq for one layer:

@@ -3,22 +3,32 @@
 // models/presets/ (models/architectures.hpp adds the RWKV and encoder ones). A
 // Decoder<...> loaded without an entry takes the conventions of its file's
 // architecture from this list.
+#include "archetype/models/presets/arcee.hpp"
 #include "archetype/models/presets/bloom.hpp"
+#include "archetype/models/presets/cohere2.hpp"
 #include "archetype/models/presets/command_r.hpp"
+#include "archetype/models/presets/ernie4_5.hpp"
+#include "archetype/models/presets/exaone4.hpp"
+#include "archetype/models/presets/falcon.hpp"
+#include "archetype/models/presets/gemma.hpp"
 #include "archetype/models/presets/gemma2.hpp"
 #include "archetype/models/presets/gemma3.hpp"
+#include "archetype/models/presets/glm4.hpp"
 #include "archetype/models/presets/gpt2.hpp"
 #include "archetype/models/presets/gptneox.hpp"
 #include "archetype/models/presets/granite.hpp"
+#include "archetype/models/presets/hunyuan_dense.hpp"
 #include "archetype/models/presets/lfm2.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/olmo2.hpp"
+#include "archetype/models/presets/olmo3.hpp"
 #include "archetype/models/presets/phi2.hpp"
 #include "archetype/models/presets/phi3.hpp"
 #include "archetype/models/presets/qwen2.hpp"
 #include "archetype/models/presets/qwen3.hpp"
 #include "archetype/models/presets/qwen3moe.hpp"
+#include "archetype/models/presets/seed_oss.hpp"
 #include "archetype/models/presets/smollm3.hpp"
 #include "archetype/models/presets/stablelm.hpp"
 #include "archetype/models/presets/starcoder2.hpp"
@@ -34,8 +44,12 @@ using decoder_architectures =
                       presets::starcoder2_architecture, presets::starcoder2_swa_architecture,
                       presets::gpt2_architecture, presets::phi3_architecture, presets::phi3_swa_architecture,
                       presets::smollm3_architecture, presets::bloom_architecture, presets::gemma2_architecture,
-                      presets::olmo2_architecture, presets::granite_architecture, presets::gptneox_architecture,
-                      presets::phi2_architecture, presets::command_r_qknorm_architecture,
-                      presets::command_r_architecture, presets::lfm2_architecture>;
+                      presets::olmo3_architecture, presets::olmo2_architecture, presets::granite_architecture,
+                      presets::gptneox_architecture, presets::phi2_architecture,
+                      presets::command_r_qknorm_architecture, presets::command_r_architecture,
+                      presets::lfm2_architecture, presets::gemma_architecture, presets::ernie4_5_architecture,
+                      presets::seed_oss_architecture, presets::arcee_architecture, presets::glm4_architecture,
+                      presets::hunyuan_dense_architecture, presets::exaone4_architecture,
+                      presets::cohere2_architecture, presets::falcon_40b_architecture, presets::falcon_architecture>;
 
 } // namespace archetype

@@ -5,6 +5,8 @@
 // nothing but the norms it binds.
 //
 //   SequentialBlock (default)   x += mix(n(x)); x += ffn(n(x))       Llama, Qwen, Mistral, ...
+//                               (SequentialBlockWith<"attn_norm", "post_attention_norm">: the
+//                               norms' tensor names, where a family files them otherwise)
 //                               with the norm axis saying where the norms sit:
 //                               PrePostNorm<N> the sandwich x += n'(f(n(x))) (Gemma 2/3),
 //                               NormAfterSublayer<N> x += n'(f(x)) (OLMo 2)
@@ -46,20 +48,43 @@
 
 namespace archetype {
 
+/// A tensor-name stem as a template argument (a block's norm names): a family that files a
+/// norm under another name says so in its block's type, SequentialBlockWith<"attn_norm",
+/// "post_attention_norm">, instead of a flag in a central struct.
+template <std::size_t N>
+struct tensor_stem {
+    char text[N]{};
+    constexpr tensor_stem(const char (&s)[N]) noexcept {
+        for (std::size_t i = 0; i < N; ++i) text[i] = s[i];
+    }
+    std::string str() const { return text; }
+};
+
 /// The norms a block binds per layer (which of them are set is the block's business).
 struct block_norms {
     layers::norm_weights attn_norm, ffn_norm;           // before the sublayers
     layers::norm_weights attn_post_norm, ffn_post_norm; // after them (sandwich, norm-after)
 };
 
-struct SequentialBlock {
+/// The pre-norms are blk.N.<AttnNorm> (before the mixer) and blk.N.<FfnNorm> (before
+/// the feed-forward); Seed-OSS files the latter as post_attention_norm.
+template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm">
+struct SequentialBlockWith {
     using axis = archetype::axis::block;
     static constexpr std::string_view name = "SequentialBlock";
     static constexpr bool parallel = false;
-    static std::string describe() { return "sequential: x + mixer, then x + ffn"; }
+    static std::string describe() {
+        const std::string names = AttnNorm.str() == "attn_norm" && FfnNorm.str() == "ffn_norm"
+                                      ? ""
+                                      : " (norms " + AttnNorm.str() + ", " + FfnNorm.str() + ")";
+        return "sequential: x + mixer, then x + ffn" + names;
+    }
 };
+using SequentialBlock = SequentialBlockWith<>;
 
-template <std::size_t Norms>
+/// Norms = 1: blk.N.<AttnNorm> before both sublayers; 2: <AttnNorm> before the mixer and
+/// <FfnNorm> before the feed-forward (Falcon-40B: attn_norm_2 and attn_norm).
+template <std::size_t Norms, tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm">
 struct ParallelResidualWith {
     static_assert(Norms == 1 || Norms == 2, "archetype: a parallel residual block has one shared norm or two");
     using axis = archetype::axis::block;
@@ -68,7 +93,7 @@ struct ParallelResidualWith {
     static constexpr std::size_t norms = Norms;
     static std::string describe() {
         return Norms == 1 ? "parallel residual: x + mixer(n(x)) + ffn(n(x))"
-                          : "parallel residual: x + mixer(n1(x)) + ffn(n2(x))";
+                          : "parallel residual: x + mixer(" + AttnNorm.str() + "(x)) + ffn(" + FfnNorm.str() + "(x))";
     }
 };
 using ParallelResidual = ParallelResidualWith<1>;
@@ -116,8 +141,8 @@ layers::norm_weights bind_norm(Binder& b, const std::string& name, std::size_t E
 }
 } // namespace detail
 
-template <>
-struct block_impl<SequentialBlock> {
+template <tensor_stem AttnNorm, tensor_stem FfnNorm>
+struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm>> {
     template <class D>
     static constexpr std::size_t norms_per_layer() {
         return (D::sandwich_norms ? 2 : 0) + (D::pre_norms ? 2 : 0);
@@ -125,22 +150,26 @@ struct block_impl<SequentialBlock> {
 
     template <class D, class Binder>
     static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
-        detail::check_parallel_residual_key(b, false, SequentialBlock::describe());
+        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm>::describe());
         const std::size_t E = b.hparams().dims.n_embd;
         using norm_policy = typename D::norm;
+        const std::string attn_norm = blk + AttnNorm.str(), ffn_norm = blk + FfnNorm.str();
         if constexpr (D::pre_norms) {
-            L.attn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "attn_norm", E, eps);
-            L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "ffn_norm", E, eps);
-        } else if (b.file().find_tensor(blk + "attn_norm.weight") || b.file().find_tensor(blk + "ffn_norm.weight")) {
-            throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + blk +
-                              "attn_norm.weight): use " + D::base_norm::describe() + " or PrePostNorm<" +
+            L.attn_norm = detail::bind_norm<typename D::base_norm>(b, attn_norm, E, eps);
+            L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
+        } else if (b.file().find_tensor(attn_norm + ".weight") || b.file().find_tensor(ffn_norm + ".weight")) {
+            throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + attn_norm +
+                              ".weight): use " + D::base_norm::describe() + " or PrePostNorm<" +
                               D::base_norm::describe() + ">");
         }
+        // a post-norm name the block reads as a pre-norm (Seed-OSS's post_attention_norm) is its own
+        auto post_norm_unbound = [&](const std::string& name) {
+            return name != attn_norm && name != ffn_norm && b.file().find_tensor(name + ".weight");
+        };
         if constexpr (D::sandwich_norms) {
             L.attn_post_norm = {b.vector_f32(blk + "post_attention_norm.weight", E), nullptr, eps};
             L.ffn_post_norm = {b.vector_f32(blk + "post_ffw_norm.weight", E), nullptr, eps};
-        } else if (b.file().find_tensor(blk + "post_attention_norm.weight") ||
-                   b.file().find_tensor(blk + "post_ffw_norm.weight")) {
+        } else if (post_norm_unbound(blk + "post_attention_norm") || post_norm_unbound(blk + "post_ffw_norm")) {
             throw shape_error(norm_policy::describe() + " but the file has norms after the sublayers (" + blk +
                               "post_attention_norm.weight): use PrePostNorm<" + norm_policy::describe() + ">");
         }
@@ -165,8 +194,8 @@ struct block_impl<SequentialBlock> {
     }
 };
 
-template <std::size_t Norms>
-struct block_impl<ParallelResidualWith<Norms>> {
+template <std::size_t Norms, tensor_stem AttnNorm, tensor_stem FfnNorm>
+struct block_impl<ParallelResidualWith<Norms, AttnNorm, FfnNorm>> {
     template <class D>
     static constexpr std::size_t norms_per_layer() {
         return Norms;
@@ -174,10 +203,10 @@ struct block_impl<ParallelResidualWith<Norms>> {
 
     template <class D, class Binder>
     static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
-        detail::check_parallel_residual_key(b, true, ParallelResidualWith<Norms>::describe());
+        detail::check_parallel_residual_key(b, true, ParallelResidualWith<Norms, AttnNorm, FfnNorm>::describe());
         const std::size_t E = b.hparams().dims.n_embd;
-        L.attn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "attn_norm", E, eps);
-        if constexpr (Norms == 2) L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, blk + "ffn_norm", E, eps);
+        L.attn_norm = detail::bind_norm<typename D::base_norm>(b, blk + AttnNorm.str(), E, eps);
+        if constexpr (Norms == 2) L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, blk + FfnNorm.str(), E, eps);
     }
 
     template <class D, class S>

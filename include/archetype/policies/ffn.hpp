@@ -79,6 +79,26 @@ struct ffn_impl<GeluMLPWith<Form, H>> {
     static void apply(float* x, std::size_t n) noexcept { detail::gelu<Form>(x, n); }
 };
 
+/// down(relu(up(x))^2), not gated (Arcee; llama.cpp's LLM_FFN_RELU_SQR)
+template <dim_t Hidden = dynamic>
+struct ReluSquaredMLPWith {
+    using axis = archetype::axis::ffn;
+    static constexpr std::string_view name = "ReluSquaredMLP";
+    static constexpr dim_t hidden = Hidden;
+    static constexpr bool gated = false;
+    static std::string describe() { return "ReluSquaredMLP"; }
+};
+using ReluSquaredMLP = ReluSquaredMLPWith<>;
+template <dim_t H>
+struct ffn_impl<ReluSquaredMLPWith<H>> {
+    static void apply(float* x, std::size_t n) noexcept {
+        for (std::size_t i = 0; i < n; ++i) {
+            const float r = x[i] > 0.f ? x[i] : 0.f;
+            x[i] = r * r;
+        }
+    }
+};
+
 /// Mixture of experts: a router picks the top K of E experts per token, their
 /// outputs weighted by the softmax of the selected router logits (renormalised,
 /// as Mixtral). A 1-expert MoE equals the dense FFN.

@@ -21,7 +21,8 @@ namespace archetype {
 /// layer_per_head: a LayerNorm without bias over each head, each head with its own weights
 /// (Cohere's use_qk_norm: attn_q_norm.weight [head_dim, n_head], attn_k_norm.weight
 /// [head_dim, n_head_kv]).
-enum class qk_norm { from_file, none, rms, rms_whole, layer_per_head };
+/// rms_after_rope: the per-head RMSNorm applied to the rotated Q and K (Hunyuan).
+enum class qk_norm { from_file, none, rms, rms_whole, layer_per_head, rms_after_rope };
 
 /// Multi-head self-attention (heads, position, mask and cache are their own axes).
 template <qk_norm QKNorm = qk_norm::from_file>
@@ -34,6 +35,7 @@ struct SelfAttentionWith {
         return std::string("SelfAttention") + (QKNorm == qk_norm::rms              ? "(QK RMSNorm)"
                                                 : QKNorm == qk_norm::rms_whole      ? "(QK RMSNorm over all heads)"
                                                 : QKNorm == qk_norm::layer_per_head ? "(QK LayerNorm per head)"
+                                                : QKNorm == qk_norm::rms_after_rope ? "(QK RMSNorm after RoPE)"
                                                                                     : "");
     }
 };
@@ -106,7 +108,14 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
                               "mixer per layer (HybridMixer<SelfAttention, ShortConv>, policies/mixers/hybrid.hpp)");
         const std::size_t E = d.n_embd, qw = d.n_head * d.head_dim, kw = d.n_head_kv * d.head_dim, hd = d.head_dim;
         if (b.file().find_tensor(blk + "attn_qkv.weight")) {
-            // one fused projection [E, qw + 2 kw] (GPT-2, Phi-3, BLOOM): Q, K, V are its row ranges
+            // one fused projection [E, qw + 2 kw] (GPT-2, Phi-3, BLOOM): Q, K, V are its row ranges.
+            // Falcon's converter notes that it reordered the rows to that layout ("jploski")
+            if (const std::string key = b.prefix() + "tensor_data_layout"; b.file().has(key)) {
+                const auto layout = b.file().template get<std::string>(key);
+                if (layout != "jploski")
+                    throw shape_error("metadata key '" + key + "' = '" + layout + "': the fused attn_qkv rows are read "
+                                      "as Q | K | V, the layout llama.cpp's converter writes ('jploski')");
+            }
             const std::size_t n = qw + 2 * kw;
             w.wq = b.matrix_rows(blk + "attn_qkv.weight", E, n, 0, qw);
             w.wk = b.matrix_rows(blk + "attn_qkv.weight", E, n, qw, kw);
@@ -145,6 +154,7 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
                                (QKNorm == qk_norm::from_file && qn && qw != hd && qn->n_elements() == qw);
             if (qn || QKNorm != qk_norm::from_file) {
                 w.qk_norm_whole = whole;
+                w.qk_norm_after_rope = QKNorm == qk_norm::rms_after_rope;
                 w.q_norm = b.vector_f32(blk + "attn_q_norm.weight", whole ? qw : hd);
                 w.k_norm = b.vector_f32(blk + "attn_k_norm.weight", whole ? kw : hd);
             }

@@ -544,7 +544,8 @@ private:
             const std::size_t E = hp.dims.n_embd, qw = hp.attn.q_width();
             const bool swa_rope = s.two_ropes_ && hp.windowed[il];
             // layers the position policy leaves unrotated (SmolLM3's NoPE layers)
-            const bool rotated = rope && detail::position_rotates_layer<typename D::position>(il);
+            const bool rotated =
+                rope && detail::position_rotates_layer<typename D::position>(il, hp.windowed[il], hp.window != 0);
             layers::project_qkv(w, hp.attn, in, E, n, s.q_.data(), s.k_.data(), s.v_.data(),
                                 !rotated ? nullptr : swa_rope ? &s.rope_swa_ : rope,
                                 swa_rope ? s.cos_swa_.data() : s.cos_.data(), swa_rope ? s.sin_swa_.data() : s.sin_.data(),
