@@ -178,6 +178,45 @@ struct basic_engine {
         }
         return sum;
     }
+
+    /// Q2_K super-block: sum over the 16 sub-blocks of (scales[k] & 15) * (q . x), q the
+    /// 2-bit quants: qs[32h + l] >> 2j & 3 is element 128h + 32j + l.
+    static __m256i k2_block(const std::uint8_t* blk, const std::int8_t* x) noexcept {
+        const __m256i three = _mm256_set1_epi8(3);
+        __m256i sum = _mm256_setzero_si256();
+        for (std::size_t h = 0; h < 2; ++h) {
+            const __m256i q = detail::load32(blk + 16 + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                const std::size_t k = 8 * h + 2 * std::size_t(j); // the first of the two sub-blocks
+                const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three);
+                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(blk[k + 1] & 15), _mm_set1_epi16(blk[k] & 15));
+                const auto* xq = reinterpret_cast<const __m256i*>(x + 128 * h + 32 * std::size_t(j));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_load_si256(xq)), s));
+            }
+        }
+        return sum;
+    }
+
+    /// Q3_K super-block: sum over the 16 sub-blocks of sc[k] * (u . x), u = q + 4 (0..7):
+    /// the 2 low bits as Q2_K's, the third bit 4h + j of hmask[l].
+    static __m256i k3_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+        const __m256i hm = detail::load32(blk);
+        __m256i sum = _mm256_setzero_si256();
+        for (std::size_t h = 0; h < 2; ++h) {
+            const __m256i q = detail::load32(blk + 32 + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                const std::size_t k = 8 * h + 2 * std::size_t(j);
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, int(4 * h) + j), one);
+                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three),
+                                                  _mm256_slli_epi16(hb, 2));
+                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                const auto* xq = reinterpret_cast<const __m256i*>(x + 128 * h + 32 * std::size_t(j));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_load_si256(xq)), s));
+            }
+        }
+        return sum;
+    }
 };
 
 using engine = basic_engine<madd_products>;

@@ -216,6 +216,59 @@ struct dec_q6_K : k_base {
     }
 };
 
+// Q2_K and Q3_K: 16-element sub-blocks like Q6_K. Slice c is half h = c / 2 of the
+// 2-bit quants, shifts 4 * (c % 2) (its first 32 elements) and 4 * (c % 2) + 2 (the next).
+inline __m512i k_low2(const std::uint8_t* qs, int c) noexcept {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (c / 2)));
+    const int sh = 4 * (c % 2);
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(q, sh)),
+                                            _mm256_srli_epi16(q, sh + 2), 1);
+    return _mm512_and_si512(both, _mm512_set1_epi8(3));
+}
+inline __m512i quad_index(int c) noexcept { // lane i takes sub-block 4c + i / 4
+    return _mm512_add_epi32(_mm512_set1_epi32(4 * c),
+                            _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+}
+struct dec_q2_K {
+    static constexpr int slices = 4;
+    static constexpr std::size_t bytes = 84;
+    struct state { const std::uint8_t* b; __m512 sm, mm; }; // d * scale_k, dmin * min_k
+    static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t) noexcept {
+        const std::uint8_t* b = row + unit * bytes;
+        const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(sc, m4)));
+        const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(sc, 4), m4)));
+        return {b, _mm512_mul_ps(lo, _mm512_set1_ps(load_f16(b + 80))), _mm512_mul_ps(hi, _mm512_set1_ps(load_f16(b + 82)))};
+    }
+    static void slice(const state& st, int c, __m512i& u, __m512& s, __m512& m) noexcept {
+        u = k_low2(st.b + 16, c);
+        s = _mm512_permutexvar_ps(quad_index(c), st.sm);
+        m = _mm512_permutexvar_ps(quad_index(c), st.mm);
+    }
+};
+struct dec_q3_K : k_base {
+    static constexpr std::size_t bytes = 110;
+    // sm holds the 16 signed sub-block scales (scale - 32) times d; u = q + 4.
+    static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t) noexcept {
+        const std::uint8_t* b = row + unit * bytes;
+        alignas(16) std::uint8_t raw[16];
+        q3_K_scales(b + 96, raw);
+        const __m512i sc = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(raw))),
+                                            _mm512_set1_epi32(32));
+        return {b, _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(load_f16(b + 108)))};
+    }
+    static void slice(const state& st, int c, __m512i& u, __m512& s, __m512& m) noexcept {
+        const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.b));
+        const int bit = 4 * (c / 2) + 2 * (c % 2); // hmask bit of the slice's first 32 elements
+        const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hm, bit)),
+                                              _mm256_srli_epi16(hm, bit + 1), 1);
+        u = _mm512_or_si512(k_low2(st.b + 32, c), _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(1)), 2));
+        s = _mm512_permutexvar_ps(quad_index(c), st.sm);
+        m = _mm512_mul_ps(s, _mm512_set1_ps(4.f));
+    }
+};
+
 template <class D>
 inline constexpr bool is_k = D::slices == 4;
 

@@ -185,6 +185,47 @@ struct engine {
             }
         return sum;
     }
+
+    /// Q2_K super-block: sum over the 16 sub-blocks of (scales[k] & 15) * (q . x), q the
+    /// 2-bit quants: qs[32h + l] >> 2j & 3 is element 128h + 32j + l.
+    static int32x4_t k2_block(const std::uint8_t* blk, const std::int8_t* x) noexcept {
+        const uint8x16_t three = vdupq_n_u8(3);
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t half = 0; half < 2; ++half) {
+                const uint8x16_t q = vld1q_u8(blk + 16 + 32 * h + 16 * half);
+                for (int j = 0; j < 4; ++j) {
+                    const std::size_t k = 8 * h + 2 * std::size_t(j) + half;
+                    const uint8x16_t u = vandq_u8(vshlq_u8(q, vdupq_n_s8(std::int8_t(-2 * j))), three);
+                    const int32x4_t d = detail::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u),
+                                                      detail::load16(x + 128 * h + 32 * std::size_t(j) + 16 * half));
+                    sum = vmlaq_n_s32(sum, d, blk[k] & 15);
+                }
+            }
+        return sum;
+    }
+
+    /// Q3_K super-block: sum over the 16 sub-blocks of sc[k] * (u . x), u = q + 4 (0..7):
+    /// the 2 low bits as Q2_K's, the third bit 4h + j of hmask[l].
+    static int32x4_t k3_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        const uint8x16_t three = vdupq_n_u8(3), one = vdupq_n_u8(1);
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t half = 0; half < 2; ++half) {
+                const uint8x16_t q = vld1q_u8(blk + 32 + 32 * h + 16 * half);
+                const uint8x16_t hm = vld1q_u8(blk + 16 * half);
+                for (int j = 0; j < 4; ++j) {
+                    const std::size_t k = 8 * h + 2 * std::size_t(j) + half;
+                    const uint8x16_t hb = vandq_u8(vshlq_u8(hm, vdupq_n_s8(std::int8_t(-(int(4 * h) + j)))), one);
+                    const uint8x16_t u = vorrq_u8(vandq_u8(vshlq_u8(q, vdupq_n_s8(std::int8_t(-2 * j))), three),
+                                                  vshlq_n_u8(hb, 2));
+                    const int32x4_t d = detail::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u),
+                                                      detail::load16(x + 128 * h + 32 * std::size_t(j) + 16 * half));
+                    sum = vmlaq_n_s32(sum, d, sc[k]);
+                }
+            }
+        return sum;
+    }
 };
 
 } // namespace archetype::quant::neon
