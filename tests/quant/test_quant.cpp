@@ -32,7 +32,7 @@ namespace {
 const ggml_type all_types[] = {ggml_type::F32,  ggml_type::F16,  ggml_type::BF16, ggml_type::Q8_0,
                                ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1,
                                ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K,
-                               ggml_type::Q3_K};
+                               ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS, ggml_type::MXFP4};
 
 std::string name(ggml_type t) { return std::string(archetype::type_name(t)); }
 
@@ -66,6 +66,9 @@ std::vector<std::uint8_t> random_rows(ggml_type t, std::size_t rows, std::size_t
         case ggml_type::Q6_K: f16(b + 208, pos()); break;
         case ggml_type::Q2_K: f16(b + 80, pos()); f16(b + 82, pos()); break;
         case ggml_type::Q3_K: f16(b + 108, pos() * (byte(rng) & 1 ? 1 : -1)); break;
+        case ggml_type::IQ4_NL: f16(b, 0.05f * pos() * (byte(rng) & 1 ? 1 : -1)); break;
+        case ggml_type::IQ4_XS: f16(b, pos()); break; // the sub-block scales ls - 32 carry the sign
+        case ggml_type::MXFP4: b[0] = static_cast<std::uint8_t>(120 + byte(rng) % 4); break; // scales 2^-8 .. 2^-5
         default: break;
         }
     }
@@ -720,7 +723,8 @@ ggml_fixture read_fixture(ggml_type t) {
     return f;
 }
 
-const ggml_type ggml_fixture_types[] = {ggml_type::Q2_K, ggml_type::Q3_K};
+const ggml_type ggml_fixture_types[] = {ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
+                                        ggml_type::MXFP4};
 
 } // namespace
 

@@ -30,12 +30,19 @@
 //               clear: -4): q = (qs[32h + l] >> 2j & 3) - (bit ? 0 : 4), in -4..3;
 //               16 six-bit scales packed in scales[12] (q3_K_scale):
 //               value = d * (scale_k - 32) * q
+//   IQ4_NL      as Q4_0's nibbles; value = d * kvalues_iq4nl[code] (ggml_tables.hpp)
+//   IQ4_XS      8 sub-blocks of 32: qs[16i + l] low nibble = element 32i + l, high nibble =
+//               element 32i + 16 + l; 6-bit scale ls_i = (scales_l[i / 2] >> 4(i % 2) & 15) |
+//               (scales_h >> 2i & 3) << 4; value = d * (ls_i - 32) * kvalues_iq4nl[code]
+//   MXFP4       e (E8M0, one byte) then Q4_0's nibbles; value = kvalues_mxfp4[code] * 2^(e - 128)
+//               (the table holds the E2M1 values doubled, e8m0_to_fp32_half halves the scale)
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/half.hpp"
+#include "archetype/kernels/quant/ggml_tables.hpp"
 
 namespace archetype::quant {
 
@@ -58,11 +65,18 @@ struct block_q5_K {
 struct block_q6_K { std::uint8_t ql[128]; std::uint8_t qh[64]; std::int8_t scales[16]; std::uint16_t d; };
 struct block_q2_K { std::uint8_t scales[16]; std::uint8_t qs[64]; std::uint16_t d, dmin; };
 struct block_q3_K { std::uint8_t hmask[32]; std::uint8_t qs[64]; std::uint8_t scales[12]; std::uint16_t d; };
+struct block_iq4_nl { std::uint16_t d; std::uint8_t qs[16]; };
+struct block_iq4_xs { std::uint16_t d, scales_h; std::uint8_t scales_l[4]; std::uint8_t qs[128]; };
+struct block_mxfp4 { std::uint8_t e; std::uint8_t qs[16]; };
 
 static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
               sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_q4_K) == 144 &&
               sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210 && sizeof(block_q2_K) == 84 &&
-              sizeof(block_q3_K) == 110);
+              sizeof(block_q3_K) == 110 && sizeof(block_iq4_nl) == 18 && sizeof(block_iq4_xs) == 136 &&
+              sizeof(block_mxfp4) == 17);
+static_assert(traits_of(ggml_type::IQ4_NL).type_size == sizeof(block_iq4_nl) &&
+              traits_of(ggml_type::IQ4_XS).type_size == sizeof(block_iq4_xs) &&
+              traits_of(ggml_type::MXFP4).type_size == sizeof(block_mxfp4) && offsetof(block_iq4_xs, qs) == 8);
 static_assert(traits_of(ggml_type::Q4_0).type_size == sizeof(block_q4_0) &&
               traits_of(ggml_type::Q4_1).type_size == sizeof(block_q4_1) &&
               traits_of(ggml_type::Q5_0).type_size == sizeof(block_q5_0) &&
@@ -121,13 +135,28 @@ inline void q3_K_scales(const std::uint8_t* s, std::uint8_t out[16]) noexcept {
     }
 }
 
+/// 6-bit scale of sub-block i (0..7) of an IQ4_XS block b (the value uses it - 32).
+inline unsigned iq4_xs_scale(const std::uint8_t* b, std::size_t i) noexcept {
+    return ((unsigned(b[4 + i / 2]) >> (4 * (i % 2))) & 15u) | ((unsigned(load_u16(b + 2)) >> (2 * i)) & 3u) << 4;
+}
+
+/// MXFP4's block scale: half of the E8M0 value 2^(e - 127), as ggml's
+/// ggml_e8m0_to_fp32_half builds it (e < 2: the subnormals 2^-128, 2^-127).
+inline float e8m0_to_fp32_half(std::uint8_t e) noexcept {
+    const std::uint32_t bits = e < 2 ? 0x00200000u << e : std::uint32_t(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
 /// True for the types this module can dequantise and multiply.
 constexpr bool is_supported(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16:
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0:
     case ggml_type::Q5_1: case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K:
-    case ggml_type::Q2_K: case ggml_type::Q3_K:
+    case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
+    case ggml_type::MXFP4:
         return true;
     default:
         return false;

@@ -138,6 +138,36 @@ inline void dq_q3_K(const std::uint8_t* b, float* y) noexcept {
         }
 }
 
+// The non-linear types: each 4-bit code indexes a table (ggml_tables.hpp).
+inline void dq_iq4_nl(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b);
+    const std::int8_t* kv = ggml_tables::kvalues_iq4nl;
+    for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = d * float(kv[b[2 + j] & 0xF]);
+        y[j + 16] = d * float(kv[b[2 + j] >> 4]);
+    }
+}
+inline void dq_iq4_xs(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b);
+    const std::int8_t* kv = ggml_tables::kvalues_iq4nl;
+    for (std::size_t i = 0; i < 8; ++i, y += 32) {
+        const float dl = d * float(int(iq4_xs_scale(b, i)) - 32);
+        const std::uint8_t* qs = b + 8 + 16 * i;
+        for (std::size_t j = 0; j < 16; ++j) {
+            y[j] = dl * float(kv[qs[j] & 0xF]);
+            y[j + 16] = dl * float(kv[qs[j] >> 4]);
+        }
+    }
+}
+inline void dq_mxfp4(const std::uint8_t* b, float* y) noexcept {
+    const float d = e8m0_to_fp32_half(b[0]);
+    const std::int8_t* kv = ggml_tables::kvalues_mxfp4;
+    for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = float(kv[b[1 + j] & 0xF]) * d;
+        y[j + 16] = float(kv[b[1 + j] >> 4]) * d;
+    }
+}
+
 } // namespace detail
 
 /// dst[0, n) = the first n elements of a row stored as `type` at src.
@@ -182,6 +212,9 @@ inline void dequantize_row(ggml_type type, const void* src, float* dst, std::siz
         case ggml_type::Q6_K: detail::dq_q6_K(s, dst); break;
         case ggml_type::Q2_K: detail::dq_q2_K(s, dst); break;
         case ggml_type::Q3_K: detail::dq_q3_K(s, dst); break;
+        case ggml_type::IQ4_NL: detail::dq_iq4_nl(s, dst); break;
+        case ggml_type::IQ4_XS: detail::dq_iq4_xs(s, dst); break;
+        case ggml_type::MXFP4: detail::dq_mxfp4(s, dst); break;
         default: break; // unreachable: check_row refused it
         }
     }

@@ -114,6 +114,21 @@ inline float element(ggml_type type, const void* row, std::size_t i) {
         q3_K_scales(b + 96, sc);
         return load_f16(b + 108) * float(int(sc[k]) - 32) * float(low - (high ? 0 : 4));
     }
+    case ggml_type::IQ4_NL:
+    case ggml_type::MXFP4: {
+        const bool nl = type == ggml_type::IQ4_NL;
+        const std::uint8_t byte = b[(nl ? 2 : 1) + j % 16];
+        const unsigned code = j < 16 ? byte & 0xFu : unsigned(byte) >> 4;
+        if (nl) return load_f16(b) * float(ggml_tables::kvalues_iq4nl[code]);
+        return float(ggml_tables::kvalues_mxfp4[code]) * e8m0_to_fp32_half(b[0]);
+    }
+    case ggml_type::IQ4_XS: {
+        const std::size_t sub = j / 32, l = j % 32;
+        const std::uint8_t byte = b[8 + 16 * sub + l % 16];
+        const unsigned code = l < 16 ? byte & 0xFu : unsigned(byte) >> 4;
+        const float dl = load_f16(b) * float(int(iq4_xs_scale(b, sub)) - 32);
+        return dl * float(ggml_tables::kvalues_iq4nl[code]);
+    }
     default:
         throw argument_error("reference dequantisation: type " + std::string(type_name(type)) +
                              " is not supported");
@@ -133,7 +148,8 @@ inline act_type activation_type(ggml_type type) {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q5_0: return act_type::q8_0;
     case ggml_type::Q4_1: case ggml_type::Q5_1: return act_type::q8_1;
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_type::q8_K;
-    case ggml_type::Q2_K: case ggml_type::Q3_K: return act_type::q8_K;
+    case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act_type::q8_K;
+    case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act_type::q8_0;
     default:
         throw argument_error("reference activation quantisation: type " + std::string(type_name(type)) +
                              " has no int8 activation format");

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "archetype/core/dtype.hpp"
+#include "archetype/kernels/quant/ggml_tables.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
 
 namespace archetype::quant::neon {
@@ -105,6 +106,27 @@ template <> struct fmt<ggml_type::Q5_0> {
 template <> struct fmt<ggml_type::Q5_1> {
     static constexpr int zero = 0, min_at = 2;
     static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept { return idot5<4, 8>(b, x); }
+};
+
+/// The non-linear types: the codes' signed table values (tbl), then a signed dot.
+template <std::size_t QS>
+inline int32x4_t idot_table(const std::uint8_t* b, const std::int8_t* table, const std::int8_t* x) noexcept {
+    int8x16_t lo, hi;
+    detail::nibbles(b + QS, lo, hi);
+    const int8x16_t t = vld1q_s8(table);
+    return detail::dot32(vqtbl1q_s8(t, vreinterpretq_u8_s8(lo)), vqtbl1q_s8(t, vreinterpretq_u8_s8(hi)), x);
+}
+template <> struct fmt<ggml_type::IQ4_NL> {
+    static constexpr int zero = 0, min_at = -1;
+    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
+        return idot_table<2>(b, ggml_tables::kvalues_iq4nl, x);
+    }
+};
+template <> struct fmt<ggml_type::MXFP4> { // the E8M0 scale: int8/row_dot.hpp
+    static constexpr int zero = 0, min_at = -1;
+    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
+        return idot_table<1>(b, ggml_tables::kvalues_mxfp4, x);
+    }
 };
 
 /// The engine of int8/row_dot.hpp and int8/row_gemv.hpp on aarch64.
@@ -224,6 +246,14 @@ struct engine {
                     sum = vmlaq_n_s32(sum, d, sc[k]);
                 }
             }
+        return sum;
+    }
+
+    /// IQ4_XS block: sum over the 8 sub-blocks of sc[i] * (v . x), v the codes' table values.
+    static int32x4_t kxs_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t i = 0; i < 8; ++i)
+            sum = vmlaq_n_s32(sum, idot_table<0>(blk + 8 + 16 * i, ggml_tables::kvalues_iq4nl, x + 32 * i), sc[i]);
         return sum;
     }
 };
