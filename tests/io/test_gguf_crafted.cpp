@@ -326,6 +326,31 @@ BOOST_AUTO_TEST_CASE(as_weight_shapes) {
     BOOST_CHECK_THROW(gguf::as_weight(f.tensor("c")), archetype::shape_error);
 }
 
+// Every ggml type with kernels gives a weight view; one without is refused by name
+// (the tensor and its type), not at the first matmul.
+BOOST_AUTO_TEST_CASE(as_weight_types) {
+    gguf_bytes g;
+    g.header(3, 0)
+        .tensor("q2", {256, 1}, 10, 0)      // Q2_K: 84 bytes
+        .tensor("q3", {256, 1}, 11, 96)     // Q3_K: 110 bytes
+        .tensor("iq2", {256, 1}, 16, 224)   // IQ2_XXS: 66 bytes, no kernels
+        .pad()
+        .fill(320);
+    const auto f = gguf::file::from_memory(g.span());
+    const auto q2 = gguf::as_weight(f.tensor("q2"));
+    BOOST_TEST((q2.type == archetype::ggml_type::Q2_K));
+    BOOST_TEST(q2.row_bytes() == 84u);
+    BOOST_TEST((gguf::as_weight(f.tensor("q3")).type == archetype::ggml_type::Q3_K));
+    try {
+        (void)gguf::as_weight(f.tensor("iq2"));
+        BOOST_ERROR("no shape_error");
+    } catch (const archetype::shape_error& e) {
+        const std::string m = e.what();
+        BOOST_TEST(m.find("tensor 'iq2' is IQ2_XXS") != std::string::npos, m);
+        BOOST_TEST(m.find("Q3_K") != std::string::npos, m);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(open_errors) {
     BOOST_CHECK_THROW(gguf::file::open("/nonexistent/file.gguf"), archetype::io_error);
     BOOST_CHECK_THROW(gguf::file::open("/"), archetype::io_error);

@@ -724,10 +724,24 @@ private:
     std::vector<std::uint32_t> t_sorted_;
 };
 
+/// shape_error naming the tensor and its type when archetype has no kernel for that
+/// type (a ggml type it can size but not dequantise or multiply: IQ2_XXS, ...).
+inline void check_computable(const tensor_info& t) {
+    if (quant::is_supported(t.type)) return;
+    std::string known;
+    for (std::uint32_t id = 0; id < archetype::detail::ggml_type_count; ++id)
+        if (traits_of(id) && quant::is_supported(static_cast<ggml_type>(id)))
+            known += (known.empty() ? "" : ", ") + std::string(type_name(static_cast<ggml_type>(id)));
+    throw shape_error("tensor '" + t.name + "' is " + std::string(type_name(t.type)) +
+                      ", a ggml type archetype cannot compute with (it reads " + known + ")");
+}
+
 /// A 2-D weight view of t (ne[0] = cols, ne[1] = rows); a 1-D tensor is one row.
 /// Trailing dimensions of extent 1 are ignored ([64, 96, 1] is 2-D). Anything
-/// else is a shape_error naming the tensor and its shape.
+/// else is a shape_error naming the tensor and its shape, and so is a type without
+/// kernels (check_computable).
 inline kernels::weight_view as_weight(const tensor_info& t) {
+    check_computable(t);
     std::size_t nd = t.ne.size();
     while (nd > 2 && t.ne[nd - 1] == 1) --nd;
     if (nd == 0 || nd > 2)

@@ -10,7 +10,7 @@
 //   F32              kernels::gemv (n_tok = 1) / kernels::gemm_nt (blas.hpp)
 //   F16              kernels::gemv_f16 / gemm_nt_f16 (blas.hpp, converted in registers)
 //   BF16             quant/half_matmul.hpp (AVX-512), else the generic path
-//   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K
+//   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_NL IQ4_XS MXFP4
 //                    n_tok >= quant::panels::min_tokens: quant/panels.hpp (panels of
 //                    dequantised rows through the F32 GEMM: float activations, the
 //                    exact model's products to float rounding), unless this thread's

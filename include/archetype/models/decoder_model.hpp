@@ -313,6 +313,7 @@ public:
                                     std::size_t e) {
             const auto& t = tensor(name, {cols, rows, n_exp});
             m_.check_storage(t);
+            gguf::check_computable(t);
             kernels::weight_view w;
             w.type = t.type;
             w.cols = cols;

@@ -22,12 +22,27 @@
 //               element 128h + 64 + l = ql[l] >> 4      | (qh[l] >> 4 & 3) << 4
 //               element 128h + 96 + l = ql[l + 32] >> 4 | (qh[l] >> 6 & 3) << 4
 //               value = d * scales[element / 16] * (q - 32)
+//   Q2_K        256 = 2 halves of 128; half h, element 128h + 32j + l (j < 4, l < 32):
+//               q = qs[32h + l] >> 2j & 3; sub-block k = element / 16 (16 of 16),
+//               scales[k] low nibble = scale, high nibble = min:
+//               value = d * (scales[k] & 15) * q - dmin * (scales[k] >> 4)
+//   Q3_K        as Q2_K for the low 2 bits (qs), plus bit 4h + j of hmask[l] (set: +0,
+//               clear: -4): q = (qs[32h + l] >> 2j & 3) - (bit ? 0 : 4), in -4..3;
+//               16 six-bit scales packed in scales[12] (q3_K_scale):
+//               value = d * (scale_k - 32) * q
+//   IQ4_NL      as Q4_0's nibbles; value = d * kvalues_iq4nl[code] (ggml_tables.hpp)
+//   IQ4_XS      8 sub-blocks of 32: qs[16i + l] low nibble = element 32i + l, high nibble =
+//               element 32i + 16 + l; 6-bit scale ls_i = (scales_l[i / 2] >> 4(i % 2) & 15) |
+//               (scales_h >> 2i & 3) << 4; value = d * (ls_i - 32) * kvalues_iq4nl[code]
+//   MXFP4       e (E8M0, one byte) then Q4_0's nibbles; value = kvalues_mxfp4[code] * 2^(e - 128)
+//               (the table holds the E2M1 values doubled, e8m0_to_fp32_half halves the scale)
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/core/half.hpp"
+#include "archetype/kernels/quant/ggml_tables.hpp"
 
 namespace archetype::quant {
 
@@ -48,10 +63,20 @@ struct block_q5_K {
     std::uint8_t qs[128];
 };
 struct block_q6_K { std::uint8_t ql[128]; std::uint8_t qh[64]; std::int8_t scales[16]; std::uint16_t d; };
+struct block_q2_K { std::uint8_t scales[16]; std::uint8_t qs[64]; std::uint16_t d, dmin; };
+struct block_q3_K { std::uint8_t hmask[32]; std::uint8_t qs[64]; std::uint8_t scales[12]; std::uint16_t d; };
+struct block_iq4_nl { std::uint16_t d; std::uint8_t qs[16]; };
+struct block_iq4_xs { std::uint16_t d, scales_h; std::uint8_t scales_l[4]; std::uint8_t qs[128]; };
+struct block_mxfp4 { std::uint8_t e; std::uint8_t qs[16]; };
 
 static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
               sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_q4_K) == 144 &&
-              sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210);
+              sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210 && sizeof(block_q2_K) == 84 &&
+              sizeof(block_q3_K) == 110 && sizeof(block_iq4_nl) == 18 && sizeof(block_iq4_xs) == 136 &&
+              sizeof(block_mxfp4) == 17);
+static_assert(traits_of(ggml_type::IQ4_NL).type_size == sizeof(block_iq4_nl) &&
+              traits_of(ggml_type::IQ4_XS).type_size == sizeof(block_iq4_xs) &&
+              traits_of(ggml_type::MXFP4).type_size == sizeof(block_mxfp4) && offsetof(block_iq4_xs, qs) == 8);
 static_assert(traits_of(ggml_type::Q4_0).type_size == sizeof(block_q4_0) &&
               traits_of(ggml_type::Q4_1).type_size == sizeof(block_q4_1) &&
               traits_of(ggml_type::Q5_0).type_size == sizeof(block_q5_0) &&
@@ -59,11 +84,15 @@ static_assert(traits_of(ggml_type::Q4_0).type_size == sizeof(block_q4_0) &&
               traits_of(ggml_type::Q8_0).type_size == sizeof(block_q8_0) &&
               traits_of(ggml_type::Q4_K).type_size == sizeof(block_q4_K) &&
               traits_of(ggml_type::Q5_K).type_size == sizeof(block_q5_K) &&
-              traits_of(ggml_type::Q6_K).type_size == sizeof(block_q6_K));
+              traits_of(ggml_type::Q6_K).type_size == sizeof(block_q6_K) &&
+              traits_of(ggml_type::Q2_K).type_size == sizeof(block_q2_K) &&
+              traits_of(ggml_type::Q3_K).type_size == sizeof(block_q3_K));
 static_assert(offsetof(block_q5_0, qs) == 6 && offsetof(block_q5_1, qs) == 8 &&
               offsetof(block_q4_K, qs) == 16 && offsetof(block_q5_K, qh) == 16 &&
               offsetof(block_q5_K, qs) == 48 && offsetof(block_q6_K, qh) == 128 &&
-              offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208);
+              offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208 &&
+              offsetof(block_q2_K, qs) == 16 && offsetof(block_q2_K, d) == 80 && offsetof(block_q3_K, qs) == 32 &&
+              offsetof(block_q3_K, scales) == 96 && offsetof(block_q3_K, d) == 108);
 
 /// Little-endian u16 / u32 at any address (the files are little-endian; so is x86).
 inline std::uint16_t load_u16(const std::uint8_t* p) noexcept {
@@ -94,12 +123,40 @@ inline void scale_min_k4(std::size_t j, const std::uint8_t* s, std::uint8_t& sc,
     }
 }
 
+/// The sixteen 6-bit scales of a Q3_K super-block (0..63; the value uses scale - 32),
+/// from its 12 bytes s: scale k < 8 takes its low 4 bits from the low nibble of s[k],
+/// k >= 8 from the high nibble of s[k - 8]; its top 2 bits are bits 2 * (k / 4) and
+/// 2 * (k / 4) + 1 of s[8 + k % 4] (ggml's kmask1 / kmask2 unpacking).
+inline void q3_K_scales(const std::uint8_t* s, std::uint8_t out[16]) noexcept {
+    for (std::size_t k = 0; k < 16; ++k) {
+        const unsigned low = k < 8 ? s[k] & 15u : unsigned(s[k - 8]) >> 4;
+        const unsigned high = (unsigned(s[8 + k % 4]) >> (2 * (k / 4))) & 3u;
+        out[k] = std::uint8_t(low | high << 4);
+    }
+}
+
+/// 6-bit scale of sub-block i (0..7) of an IQ4_XS block b (the value uses it - 32).
+inline unsigned iq4_xs_scale(const std::uint8_t* b, std::size_t i) noexcept {
+    return ((unsigned(b[4 + i / 2]) >> (4 * (i % 2))) & 15u) | ((unsigned(load_u16(b + 2)) >> (2 * i)) & 3u) << 4;
+}
+
+/// MXFP4's block scale: half of the E8M0 value 2^(e - 127), as ggml's
+/// ggml_e8m0_to_fp32_half builds it (e < 2: the subnormals 2^-128, 2^-127).
+inline float e8m0_to_fp32_half(std::uint8_t e) noexcept {
+    const std::uint32_t bits = e < 2 ? 0x00200000u << e : std::uint32_t(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
 /// True for the types this module can dequantise and multiply.
 constexpr bool is_supported(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16:
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0:
     case ggml_type::Q5_1: case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K:
+    case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
+    case ggml_type::MXFP4:
         return true;
     default:
         return false;

@@ -105,6 +105,69 @@ inline void dq_q6_K(const std::uint8_t* b, float* y) noexcept {
     }
 }
 
+// Q2_K and Q3_K: 2 halves of 128 = 4 groups of 32 each (the shift 2j of the quant byte),
+// each group two 16-element sub-blocks with their own scale (ggml's walk, the same order).
+inline void dq_q2_K(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b + 80), dmin = load_f16(b + 82);
+    const std::uint8_t* sc = b;
+    const std::uint8_t* q = b + 16;
+    for (std::size_t h = 0; h < 2; ++h, q += 32)
+        for (unsigned j = 0; j < 4; ++j)
+            for (std::size_t half = 0; half < 2; ++half, ++sc, y += 16) {
+                const float dl = d * float(*sc & 0xF), ml = dmin * float(*sc >> 4);
+                for (std::size_t l = 0; l < 16; ++l) y[l] = dl * float((q[16 * half + l] >> (2 * j)) & 3) - ml;
+            }
+}
+inline void dq_q3_K(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b + 108);
+    std::uint8_t sc[16];
+    q3_K_scales(b + 96, sc);
+    const std::uint8_t* hm = b;
+    const std::uint8_t* q = b + 32;
+    std::size_t k = 0;
+    for (std::size_t h = 0; h < 2; ++h, q += 32)
+        for (unsigned j = 0; j < 4; ++j) {
+            const unsigned bit = 1u << (4 * h + j);
+            for (std::size_t half = 0; half < 2; ++half, ++k, y += 16) {
+                const float dl = d * float(int(sc[k]) - 32);
+                for (std::size_t l = 16 * half; l < 16 * half + 16; ++l) {
+                    const int v = int((q[l] >> (2 * j)) & 3) - ((hm[l] & bit) ? 0 : 4);
+                    y[l - 16 * half] = dl * float(v);
+                }
+            }
+        }
+}
+
+// The non-linear types: each 4-bit code indexes a table (ggml_tables.hpp).
+inline void dq_iq4_nl(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b);
+    const std::int8_t* kv = ggml_tables::kvalues_iq4nl;
+    for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = d * float(kv[b[2 + j] & 0xF]);
+        y[j + 16] = d * float(kv[b[2 + j] >> 4]);
+    }
+}
+inline void dq_iq4_xs(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b);
+    const std::int8_t* kv = ggml_tables::kvalues_iq4nl;
+    for (std::size_t i = 0; i < 8; ++i, y += 32) {
+        const float dl = d * float(int(iq4_xs_scale(b, i)) - 32);
+        const std::uint8_t* qs = b + 8 + 16 * i;
+        for (std::size_t j = 0; j < 16; ++j) {
+            y[j] = dl * float(kv[qs[j] & 0xF]);
+            y[j + 16] = dl * float(kv[qs[j] >> 4]);
+        }
+    }
+}
+inline void dq_mxfp4(const std::uint8_t* b, float* y) noexcept {
+    const float d = e8m0_to_fp32_half(b[0]);
+    const std::int8_t* kv = ggml_tables::kvalues_mxfp4;
+    for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = float(kv[b[1 + j] & 0xF]) * d;
+        y[j + 16] = float(kv[b[1 + j] >> 4]) * d;
+    }
+}
+
 } // namespace detail
 
 /// dst[0, n) = the first n elements of a row stored as `type` at src.
@@ -147,6 +210,11 @@ inline void dequantize_row(ggml_type type, const void* src, float* dst, std::siz
         case ggml_type::Q4_K: detail::dq_k45(s, nullptr, s + 16, dst); break;
         case ggml_type::Q5_K: detail::dq_k45(s, s + 16, s + 48, dst); break;
         case ggml_type::Q6_K: detail::dq_q6_K(s, dst); break;
+        case ggml_type::Q2_K: detail::dq_q2_K(s, dst); break;
+        case ggml_type::Q3_K: detail::dq_q3_K(s, dst); break;
+        case ggml_type::IQ4_NL: detail::dq_iq4_nl(s, dst); break;
+        case ggml_type::IQ4_XS: detail::dq_iq4_xs(s, dst); break;
+        case ggml_type::MXFP4: detail::dq_mxfp4(s, dst); break;
         default: break; // unreachable: check_row refused it
         }
     }

@@ -98,6 +98,37 @@ inline float element(ggml_type type, const void* row, std::size_t i) {
         const float d = load_f16(b + 208);
         return d * float(sc) * float(q);
     }
+    case ggml_type::Q2_K:
+    case ggml_type::Q3_K: {
+        // element j: half h, group g (the quant byte's shift 2g), l within the 32 bytes
+        const std::size_t h = j / 128, g = j % 128 / 32, l = j % 32, k = j / 16;
+        if (type == ggml_type::Q2_K) {
+            const int q = (b[16 + 32 * h + l] >> (2 * g)) & 3;
+            const std::uint8_t sc = b[k];
+            const float dl = load_f16(b + 80) * float(sc & 0xF), ml = load_f16(b + 82) * float(sc >> 4);
+            return dl * float(q) - ml;
+        }
+        const int low = (b[32 + 32 * h + l] >> (2 * g)) & 3;
+        const bool high = (b[l] >> (4 * h + g)) & 1;
+        std::uint8_t sc[16];
+        q3_K_scales(b + 96, sc);
+        return load_f16(b + 108) * float(int(sc[k]) - 32) * float(low - (high ? 0 : 4));
+    }
+    case ggml_type::IQ4_NL:
+    case ggml_type::MXFP4: {
+        const bool nl = type == ggml_type::IQ4_NL;
+        const std::uint8_t byte = b[(nl ? 2 : 1) + j % 16];
+        const unsigned code = j < 16 ? byte & 0xFu : unsigned(byte) >> 4;
+        if (nl) return load_f16(b) * float(ggml_tables::kvalues_iq4nl[code]);
+        return float(ggml_tables::kvalues_mxfp4[code]) * e8m0_to_fp32_half(b[0]);
+    }
+    case ggml_type::IQ4_XS: {
+        const std::size_t sub = j / 32, l = j % 32;
+        const std::uint8_t byte = b[8 + 16 * sub + l % 16];
+        const unsigned code = l < 16 ? byte & 0xFu : unsigned(byte) >> 4;
+        const float dl = load_f16(b) * float(int(iq4_xs_scale(b, sub)) - 32);
+        return dl * float(ggml_tables::kvalues_iq4nl[code]);
+    }
     default:
         throw argument_error("reference dequantisation: type " + std::string(type_name(type)) +
                              " is not supported");
@@ -117,6 +148,8 @@ inline act_type activation_type(ggml_type type) {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q5_0: return act_type::q8_0;
     case ggml_type::Q4_1: case ggml_type::Q5_1: return act_type::q8_1;
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_type::q8_K;
+    case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act_type::q8_K;
+    case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act_type::q8_0;
     default:
         throw argument_error("reference activation quantisation: type " + std::string(type_name(type)) +
                              " has no int8 activation format");

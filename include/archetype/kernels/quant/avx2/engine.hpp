@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "archetype/core/dtype.hpp"
+#include "archetype/kernels/quant/ggml_tables.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
 
 namespace archetype::quant::avx2 {
@@ -45,6 +46,11 @@ inline __m256i high_bits(const std::uint8_t* p) noexcept {
     const __m256i bit = _mm256_set1_epi64x(std::int64_t(0x8040201008040201));
     const __m256i bytes = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(w)), spread), bit);
     return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, bit), _mm256_set1_epi8(0x10));
+}
+
+/// The 16-entry table t in both 128-bit lanes, for vpshufb.
+inline __m256i table16(const std::int8_t* t) noexcept {
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
 }
 
 } // namespace detail
@@ -87,6 +93,23 @@ template <class P> struct fmt<ggml_type::Q5_1, P> {
     static constexpr int zero = 0, min_at = 2;
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
         return P::udot(_mm256_or_si256(detail::nibbles(b + 8), detail::high_bits(b + 4)), x);
+    }
+};
+
+// The non-linear types: the codes' signed values v from the table (vpshufb), then, as
+// Q8_0, v . x = |v| . sign(x, v) (|v| <= 127: a vpmaddubsw pair stays below 2^15).
+template <class P> struct fmt<ggml_type::IQ4_NL, P> {
+    static constexpr int zero = 0, min_at = -1;
+    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
+        const __m256i v = _mm256_shuffle_epi8(detail::table16(ggml_tables::kvalues_iq4nl), detail::nibbles(b + 2));
+        return P::udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
+    }
+};
+template <class P> struct fmt<ggml_type::MXFP4, P> { // the E8M0 scale: int8/row_dot.hpp
+    static constexpr int zero = 0, min_at = -1;
+    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
+        const __m256i v = _mm256_shuffle_epi8(detail::table16(ggml_tables::kvalues_mxfp4), detail::nibbles(b + 1));
+        return P::udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
     }
 };
 
@@ -175,6 +198,58 @@ struct basic_engine {
                 const auto* xq = reinterpret_cast<const __m256i*>(x + 128 * h + 32 * q);
                 sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[q], _mm256_load_si256(xq)), s));
             }
+        }
+        return sum;
+    }
+
+    /// Q2_K super-block: sum over the 16 sub-blocks of (scales[k] & 15) * (q . x), q the
+    /// 2-bit quants: qs[32h + l] >> 2j & 3 is element 128h + 32j + l.
+    static __m256i k2_block(const std::uint8_t* blk, const std::int8_t* x) noexcept {
+        const __m256i three = _mm256_set1_epi8(3);
+        __m256i sum = _mm256_setzero_si256();
+        for (std::size_t h = 0; h < 2; ++h) {
+            const __m256i q = detail::load32(blk + 16 + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                const std::size_t k = 8 * h + 2 * std::size_t(j); // the first of the two sub-blocks
+                const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three);
+                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(blk[k + 1] & 15), _mm_set1_epi16(blk[k] & 15));
+                const auto* xq = reinterpret_cast<const __m256i*>(x + 128 * h + 32 * std::size_t(j));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_load_si256(xq)), s));
+            }
+        }
+        return sum;
+    }
+
+    /// Q3_K super-block: sum over the 16 sub-blocks of sc[k] * (u . x), u = q + 4 (0..7):
+    /// the 2 low bits as Q2_K's, the third bit 4h + j of hmask[l].
+    static __m256i k3_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+        const __m256i hm = detail::load32(blk);
+        __m256i sum = _mm256_setzero_si256();
+        for (std::size_t h = 0; h < 2; ++h) {
+            const __m256i q = detail::load32(blk + 32 + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                const std::size_t k = 8 * h + 2 * std::size_t(j);
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, int(4 * h) + j), one);
+                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three),
+                                                  _mm256_slli_epi16(hb, 2));
+                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                const auto* xq = reinterpret_cast<const __m256i*>(x + 128 * h + 32 * std::size_t(j));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_load_si256(xq)), s));
+            }
+        }
+        return sum;
+    }
+
+    /// IQ4_XS block: sum over the 8 sub-blocks of sc[i] * (v . x), v the codes' table values.
+    static __m256i kxs_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        const __m256i tbl = detail::table16(ggml_tables::kvalues_iq4nl);
+        __m256i sum = _mm256_setzero_si256();
+        for (std::size_t i = 0; i < 8; ++i) {
+            const __m256i v = _mm256_shuffle_epi8(tbl, detail::nibbles(blk + 8 + 16 * i));
+            const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 32 * i));
+            const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xv, v));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[i])));
         }
         return sum;
     }

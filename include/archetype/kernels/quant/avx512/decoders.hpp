@@ -73,6 +73,7 @@ inline __mmask64 high_bits2(const std::uint8_t* h0, const std::uint8_t* h1) noex
 template <class D>
 struct legacy_base {
     static constexpr int slices = 1;
+    static constexpr bool f16_scales = true; // each block's scale is the fp16 at its byte 0 (gemv16 reads them so)
     struct state { const std::uint8_t *b0, *b1; };
     static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t n_blocks) noexcept {
         const std::uint8_t* b0 = row + 2 * unit * D::bytes;
@@ -149,6 +150,7 @@ inline __m512i pair_index(int i) noexcept { // lanes 0-7 take i, lanes 8-15 take
 
 struct k_base {
     static constexpr int slices = 4;
+    static constexpr bool f16_scales = false;
     struct state { const std::uint8_t* b; __m512 sm; };
 };
 struct dec_q4_K : k_base {
@@ -213,6 +215,103 @@ struct dec_q6_K : k_base {
                                              _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
         s = _mm512_permutexvar_ps(idx, st.sm);
         m = _mm512_mul_ps(s, _mm512_set1_ps(32.f));
+    }
+};
+
+// Q2_K and Q3_K: 16-element sub-blocks like Q6_K. Slice c is half h = c / 2 of the
+// 2-bit quants, shifts 4 * (c % 2) (its first 32 elements) and 4 * (c % 2) + 2 (the next).
+inline __m512i k_low2(const std::uint8_t* qs, int c) noexcept {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (c / 2)));
+    const int sh = 4 * (c % 2);
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(q, sh)),
+                                            _mm256_srli_epi16(q, sh + 2), 1);
+    return _mm512_and_si512(both, _mm512_set1_epi8(3));
+}
+inline __m512i quad_index(int c) noexcept { // lane i takes sub-block 4c + i / 4
+    return _mm512_add_epi32(_mm512_set1_epi32(4 * c),
+                            _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+}
+struct dec_q2_K {
+    static constexpr int slices = 4;
+    static constexpr bool f16_scales = false;
+    static constexpr std::size_t bytes = 84;
+    struct state { const std::uint8_t* b; __m512 sm, mm; }; // d * scale_k, dmin * min_k
+    static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t) noexcept {
+        const std::uint8_t* b = row + unit * bytes;
+        const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(sc, m4)));
+        const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(sc, 4), m4)));
+        return {b, _mm512_mul_ps(lo, _mm512_set1_ps(load_f16(b + 80))), _mm512_mul_ps(hi, _mm512_set1_ps(load_f16(b + 82)))};
+    }
+    static void slice(const state& st, int c, __m512i& u, __m512& s, __m512& m) noexcept {
+        u = k_low2(st.b + 16, c);
+        s = _mm512_permutexvar_ps(quad_index(c), st.sm);
+        m = _mm512_permutexvar_ps(quad_index(c), st.mm);
+    }
+};
+struct dec_q3_K : k_base {
+    static constexpr std::size_t bytes = 110;
+    // sm holds the 16 signed sub-block scales (scale - 32) times d; u = q + 4.
+    static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t) noexcept {
+        const std::uint8_t* b = row + unit * bytes;
+        alignas(16) std::uint8_t raw[16];
+        q3_K_scales(b + 96, raw);
+        const __m512i sc = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(raw))),
+                                            _mm512_set1_epi32(32));
+        return {b, _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(load_f16(b + 108)))};
+    }
+    static void slice(const state& st, int c, __m512i& u, __m512& s, __m512& m) noexcept {
+        const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.b));
+        const int bit = 4 * (c / 2) + 2 * (c % 2); // hmask bit of the slice's first 32 elements
+        const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hm, bit)),
+                                              _mm256_srli_epi16(hm, bit + 1), 1);
+        u = _mm512_or_si512(k_low2(st.b + 32, c), _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(1)), 2));
+        s = _mm512_permutexvar_ps(quad_index(c), st.sm);
+        m = _mm512_mul_ps(s, _mm512_set1_ps(4.f));
+    }
+};
+
+// The non-linear types: u = the code's table value + 128 (vpshufb on the nibbles),
+// zero point 128, as Q8_0's u = q ^ 0x80.
+inline __m512i code_table(const std::int8_t* t) noexcept { // t + 128 in all four 128-bit lanes
+    const __m128i v = _mm_add_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(t)), _mm_set1_epi8(char(0x80)));
+    return _mm512_broadcast_i32x4(v);
+}
+struct dec_iq4_nl : legacy_base<dec_iq4_nl> {
+    static constexpr std::size_t bytes = 18;
+    static void decode(const std::uint8_t* b0, const std::uint8_t* b1, __m512i& u, __m512& s, __m512& m) noexcept {
+        u = _mm512_shuffle_epi8(code_table(ggml_tables::kvalues_iq4nl), nibbles2_adj<18>(b0 + 2, b1 + 2));
+        s = two_scales(b0, b1);
+        m = _mm512_mul_ps(s, _mm512_set1_ps(128.f));
+    }
+};
+struct dec_mxfp4 : legacy_base<dec_mxfp4> {
+    static constexpr std::size_t bytes = 17;
+    static constexpr bool f16_scales = false; // E8M0
+    static void decode(const std::uint8_t* b0, const std::uint8_t* b1, __m512i& u, __m512& s, __m512& m) noexcept {
+        u = _mm512_shuffle_epi8(code_table(ggml_tables::kvalues_mxfp4), nibbles2_adj<17>(b0 + 1, b1 + 1));
+        // the zero block after an odd count has e = 0: a scale of 2^-128 times u = 128 - 128
+        s = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(e8m0_to_fp32_half(b0[0])),
+                                 _mm512_set1_ps(e8m0_to_fp32_half(b1[0])));
+        m = _mm512_mul_ps(s, _mm512_set1_ps(128.f));
+    }
+};
+struct dec_iq4_xs : k_base {
+    static constexpr std::size_t bytes = 136;
+    // sm lanes 0-7: the 8 signed sub-block scales (ls - 32) times d
+    static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t) noexcept {
+        const std::uint8_t* b = row + unit * bytes;
+        alignas(64) float sc[16] = {};
+        const float d = load_f16(b);
+        for (std::size_t i = 0; i < 8; ++i) sc[i] = d * float(int(iq4_xs_scale(b, i)) - 32);
+        return {b, _mm512_load_ps(sc)};
+    }
+    static void slice(const state& st, int c, __m512i& u, __m512& s, __m512& m) noexcept {
+        const std::uint8_t* qs = st.b + 8 + 32 * c; // sub-blocks 2c and 2c + 1
+        u = _mm512_shuffle_epi8(code_table(ggml_tables::kvalues_iq4nl), nibbles2(qs, qs + 16));
+        s = _mm512_permutexvar_ps(pair_index(2 * c), st.sm);
+        m = _mm512_mul_ps(s, _mm512_set1_ps(128.f));
     }
 };
 

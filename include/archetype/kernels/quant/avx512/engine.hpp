@@ -296,6 +296,11 @@ inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     case ggml_type::Q4_K: detail::run<detail::dec_q4_K>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::Q5_K: detail::run<detail::dec_q5_K>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::Q6_K: detail::run<detail::dec_q6_K>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::Q2_K: detail::run<detail::dec_q2_K>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::Q3_K: detail::run<detail::dec_q3_K>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ4_NL: detail::run<detail::dec_iq4_nl>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ4_XS: detail::run<detail::dec_iq4_xs>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::MXFP4: detail::run<detail::dec_mxfp4>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     default: return false;
     }
 }

@@ -93,7 +93,7 @@ inline void gemv16(const std::uint8_t* W, std::size_t row_bytes, std::size_t row
             }
             __m512i is[4], ss[4], ms[4];
             reduce_transpose16<true>(d, is);
-            if constexpr (D::slices == 1) {
+            if constexpr (D::f16_scales) {
                 // Legacy blocks: the two F16 scales (and mins) of 16 rows straight from
                 // memory, converted 16 at a time; same values as the decoders' s and m.
                 alignas(32) std::uint16_t h[4][16];

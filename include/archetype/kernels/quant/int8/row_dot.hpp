@@ -20,6 +20,10 @@
 //   k45_block<Five>(blk, x, sc) (sc: the 8 decoded 6-bit scales), k6_block(blk, x) ->
 //       the integer lanes of a K super-block, each sub-block's products times its scale;
 //       the mins' and the zero's terms are scalar, here (see avx2/engine.hpp)
+//   k2_block(blk, x) (Q2_K: the 4-bit scales times the 2-bit quants), k3_block(blk, x, sc)
+//       (Q3_K: sc the 16 signed scales, times u = q + 4): the same for the 16-element
+//       sub-blocks of Q2_K and Q3_K; kxs_block(blk, x, sc) (IQ4_XS: the table values of
+//       the codes times the 8 signed scales sc)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -47,7 +51,10 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
             const auto x = E::load_x(a.q + 32 * b);
             for (int r = 0; r < R; ++r) {
                 const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
-                const float dwx = E::f16(blk) * dx;
+                float dw;
+                if constexpr (T == ggml_type::MXFP4) dw = e8m0_to_fp32_half(blk[0]);
+                else dw = E::f16(blk);
+                const float dwx = dw * dx;
                 acc[r] = E::fma(F::idot(blk, x), dwx, acc[r]);
                 if constexpr (F::min_at >= 0) extra[r] = std::fma(E::f16(blk + F::min_at), a.s[b], extra[r]);
                 else if constexpr (F::zero != 0) extra[r] = std::fma(dwx, float(-F::zero * a.sum32[b]), extra[r]);
@@ -67,6 +74,38 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
                     dwx = E::f16(blk + 208) * dx;
                     cx = dwx;
                     acc[r] = E::fma(E::k6_block(blk, x), dwx, acc[r]);
+                } else if constexpr (T == ggml_type::Q2_K) {
+                    // w = d * (sc_k & 15) * q - dmin * (sc_k >> 4): the mins' term
+                    // -dmin * sum_k (sc_k >> 4) * sum16_k
+                    std::int32_t ms = 0;
+                    for (std::size_t k = 0; k < 16; ++k) ms += std::int32_t(blk[k] >> 4) * a.sum16[16 * b + k];
+                    corr = ms;
+                    dwx = E::f16(blk + 80) * dx;
+                    cx = -(E::f16(blk + 82) * dx);
+                    acc[r] = E::fma(E::k2_block(blk, x), dwx, acc[r]);
+                } else if constexpr (T == ggml_type::Q3_K) {
+                    // u = q + 4 (0..7) with the signed scale s_k = sc_k - 32: the zero's term
+                    // -4 * sum_k s_k * sum16_k
+                    std::uint8_t raw[16];
+                    q3_K_scales(blk + 96, raw);
+                    std::int8_t sc[16];
+                    std::int32_t z = 0;
+                    for (std::size_t k = 0; k < 16; ++k) {
+                        sc[k] = static_cast<std::int8_t>(int(raw[k]) - 32);
+                        z += std::int32_t(sc[k]) * a.sum16[16 * b + k];
+                    }
+                    corr = -4 * z;
+                    dwx = E::f16(blk + 108) * dx;
+                    cx = dwx;
+                    acc[r] = E::fma(E::k3_block(blk, x, sc), dwx, acc[r]);
+                } else if constexpr (T == ggml_type::IQ4_XS) {
+                    // signed table values, signed scales ls - 32: nothing to fold out
+                    std::int8_t sc[8];
+                    for (std::size_t i = 0; i < 8; ++i) sc[i] = static_cast<std::int8_t>(int(iq4_xs_scale(blk, i)) - 32);
+                    corr = 0;
+                    dwx = E::f16(blk) * dx;
+                    cx = 0.f;
+                    acc[r] = E::fma(E::kxs_block(blk, x, sc), dwx, acc[r]);
                 } else {
                     // w = d * sc_j * u - dmin * m_j: the mins' term -dmin * sum_j m_j * sum32_j
                     std::uint8_t sc[8], m[8];

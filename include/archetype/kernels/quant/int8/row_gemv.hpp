@@ -40,7 +40,8 @@ struct gemv_part {
 inline bool handles(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
-    case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return true;
+    case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: case ggml_type::Q2_K:
+    case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS: case ggml_type::MXFP4: return true;
     default: return false;
     }
 }
@@ -94,7 +95,8 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     act_buffer acts(act_format_for(type), cols, n_tok);
     for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
     using ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1, ggml_type::Q4_K,
-        ggml_type::Q5_K, ggml_type::Q6_K;
+        ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
+        ggml_type::MXFP4;
     switch (type) {
     case Q8_0: detail::run<Engine, Q8_0>(parts, n_parts, cols, acts, n_tok, pool); break;
     case Q4_0: detail::run<Engine, Q4_0>(parts, n_parts, cols, acts, n_tok, pool); break;
@@ -104,6 +106,11 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     case Q4_K: detail::run<Engine, Q4_K>(parts, n_parts, cols, acts, n_tok, pool); break;
     case Q5_K: detail::run<Engine, Q5_K>(parts, n_parts, cols, acts, n_tok, pool); break;
     case Q6_K: detail::run<Engine, Q6_K>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q2_K: detail::run<Engine, Q2_K>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q3_K: detail::run<Engine, Q3_K>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ4_NL: detail::run<Engine, IQ4_NL>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ4_XS: detail::run<Engine, IQ4_XS>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case MXFP4: detail::run<Engine, MXFP4>(parts, n_parts, cols, acts, n_tok, pool); break;
     default: break;
     }
     return true;

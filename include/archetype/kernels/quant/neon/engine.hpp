@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "archetype/core/dtype.hpp"
+#include "archetype/kernels/quant/ggml_tables.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
 
 namespace archetype::quant::neon {
@@ -107,6 +108,27 @@ template <> struct fmt<ggml_type::Q5_1> {
     static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept { return idot5<4, 8>(b, x); }
 };
 
+/// The non-linear types: the codes' signed table values (tbl), then a signed dot.
+template <std::size_t QS>
+inline int32x4_t idot_table(const std::uint8_t* b, const std::int8_t* table, const std::int8_t* x) noexcept {
+    int8x16_t lo, hi;
+    detail::nibbles(b + QS, lo, hi);
+    const int8x16_t t = vld1q_s8(table);
+    return detail::dot32(vqtbl1q_s8(t, vreinterpretq_u8_s8(lo)), vqtbl1q_s8(t, vreinterpretq_u8_s8(hi)), x);
+}
+template <> struct fmt<ggml_type::IQ4_NL> {
+    static constexpr int zero = 0, min_at = -1;
+    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
+        return idot_table<2>(b, ggml_tables::kvalues_iq4nl, x);
+    }
+};
+template <> struct fmt<ggml_type::MXFP4> { // the E8M0 scale: int8/row_dot.hpp
+    static constexpr int zero = 0, min_at = -1;
+    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
+        return idot_table<1>(b, ggml_tables::kvalues_mxfp4, x);
+    }
+};
+
 /// The engine of int8/row_dot.hpp and int8/row_gemv.hpp on aarch64.
 struct engine {
     /// Distance (bytes) of the linear prefetch cursor ahead of the rows being read (the
@@ -183,6 +205,55 @@ struct engine {
                     sum = vmlaq_n_s32(sum, d, sc[k]);
                 }
             }
+        return sum;
+    }
+
+    /// Q2_K super-block: sum over the 16 sub-blocks of (scales[k] & 15) * (q . x), q the
+    /// 2-bit quants: qs[32h + l] >> 2j & 3 is element 128h + 32j + l.
+    static int32x4_t k2_block(const std::uint8_t* blk, const std::int8_t* x) noexcept {
+        const uint8x16_t three = vdupq_n_u8(3);
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t half = 0; half < 2; ++half) {
+                const uint8x16_t q = vld1q_u8(blk + 16 + 32 * h + 16 * half);
+                for (int j = 0; j < 4; ++j) {
+                    const std::size_t k = 8 * h + 2 * std::size_t(j) + half;
+                    const uint8x16_t u = vandq_u8(vshlq_u8(q, vdupq_n_s8(std::int8_t(-2 * j))), three);
+                    const int32x4_t d = detail::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u),
+                                                      detail::load16(x + 128 * h + 32 * std::size_t(j) + 16 * half));
+                    sum = vmlaq_n_s32(sum, d, blk[k] & 15);
+                }
+            }
+        return sum;
+    }
+
+    /// Q3_K super-block: sum over the 16 sub-blocks of sc[k] * (u . x), u = q + 4 (0..7):
+    /// the 2 low bits as Q2_K's, the third bit 4h + j of hmask[l].
+    static int32x4_t k3_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        const uint8x16_t three = vdupq_n_u8(3), one = vdupq_n_u8(1);
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t half = 0; half < 2; ++half) {
+                const uint8x16_t q = vld1q_u8(blk + 32 + 32 * h + 16 * half);
+                const uint8x16_t hm = vld1q_u8(blk + 16 * half);
+                for (int j = 0; j < 4; ++j) {
+                    const std::size_t k = 8 * h + 2 * std::size_t(j) + half;
+                    const uint8x16_t hb = vandq_u8(vshlq_u8(hm, vdupq_n_s8(std::int8_t(-(int(4 * h) + j)))), one);
+                    const uint8x16_t u = vorrq_u8(vandq_u8(vshlq_u8(q, vdupq_n_s8(std::int8_t(-2 * j))), three),
+                                                  vshlq_n_u8(hb, 2));
+                    const int32x4_t d = detail::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u),
+                                                      detail::load16(x + 128 * h + 32 * std::size_t(j) + 16 * half));
+                    sum = vmlaq_n_s32(sum, d, sc[k]);
+                }
+            }
+        return sum;
+    }
+
+    /// IQ4_XS block: sum over the 8 sub-blocks of sc[i] * (v . x), v the codes' table values.
+    static int32x4_t kxs_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t i = 0; i < 8; ++i)
+            sum = vmlaq_n_s32(sum, idot_table<0>(blk + 8 + 16 * i, ggml_tables::kvalues_iq4nl, x + 32 * i), sc[i]);
         return sum;
     }
 };

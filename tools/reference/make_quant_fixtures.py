@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Reference blocks and their dequantised values for the ggml block types that
+tests/quant checks against ggml itself (issue 41): Q2_K, Q3_K, IQ4_NL, IQ4_XS,
+MXFP4, TQ1_0, TQ2_0.
+
+Every number in the output is made by ggml (llama.cpp's ggml-base library), never by
+archetype:
+  * blocks: half of the rows are ggml's own quantisation (quantize_<type>, no
+    importance matrix) of gaussian floats with a few outliers, the other half random
+    bytes with sane scale fields (every bit pattern of the quants and sub-scales,
+    which a quantiser alone rarely writes);
+  * expected floats, twice:
+      plain  ggml's dequantize_row_<type> from libggml-base.so as llama.cpp builds it
+             (no -march: x86-64 baseline, no FMA), which is also what gguf-py's
+             numpy `gguf.quants.dequantize` gives: the script asserts the two are
+             bitwise equal;
+      fused  the same C source (ggml-quants.c) compiled here with -march=x86-64-v3,
+             where gcc contracts a * b + c into an FMA (-ffp-contract=fast), as it
+             does for archetype's own code at the FMA levels and on aarch64.
+    The two differ only where the dequantiser has a multiply-add (Q2_K: dl * q - ml).
+
+Output: tests/data/quant/<type>.bin, little-endian:
+    char[4] "AQFX"; u32 version = 1; u32 ggml type id; u32 rows; u32 cols
+    rows * row_bytes   the blocks
+    f32[rows * cols]   plain
+    f32[rows * cols]   fused
+and tests/data/quant/manifest.json (the llama.cpp commit, sizes, the gguf-py check).
+
+Usage: make_quant_fixtures.py [--llama-cpp DIR] [--out DIR]
+  DIR: a llama.cpp checkout with build-native/bin/libggml-base.so (default
+  /work/peers/llama.cpp-src); gguf-py is taken from DIR/gguf-py.
+"""
+import argparse
+import ctypes
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+# ggml type id, block size, bytes per block, offsets of the fp16 scale fields (for the
+# random rows), extra per-type fixups
+TYPES = {
+    "Q2_K": dict(id=10, bs=256, ts=84, halves=[80, 82], cols=512),
+    "Q3_K": dict(id=11, bs=256, ts=110, halves=[108], cols=512),
+    "IQ4_NL": dict(id=20, bs=32, ts=18, halves=[0], cols=160),
+    "IQ4_XS": dict(id=23, bs=256, ts=136, halves=[0], cols=512),
+    "TQ1_0": dict(id=34, bs=256, ts=54, halves=[52], cols=512),
+    "TQ2_0": dict(id=35, bs=256, ts=66, halves=[64], cols=512),
+    "MXFP4": dict(id=39, bs=32, ts=17, halves=[], cols=160),
+}
+ROWS_QUANTISED = 6
+ROWS_RANDOM = 6
+
+
+def build_fused(src: str, libdir: str, tmp: str) -> str:
+    out = os.path.join(tmp, "libggml-quants-fma.so")
+    g = os.path.join(src, "ggml")
+    subprocess.run(["gcc", "-O3", "-std=gnu11", "-fPIC", "-shared", "-march=x86-64-v3", "-D_GNU_SOURCE",
+                    "-DGGML_SHARED", "-DGGML_BUILD", "-I" + os.path.join(g, "src"), "-I" + os.path.join(g, "include"),
+                    os.path.join(g, "src", "ggml-quants.c"), "-o", out, "-L" + libdir, "-lggml-base",
+                    "-Wl,-rpath," + libdir], check=True)
+    return out
+
+
+def quantised_rows(lib, name, t, rng):
+    cols = t["cols"]
+    x = rng.standard_normal((ROWS_QUANTISED, cols)).astype(np.float32)
+    x[:, ::37] *= 6.0  # a few outliers per row, as real weights have
+    x[1] *= 1e-3       # a row of small values
+    x[2, : t["bs"]] = 0.0  # an all-zero block
+    dst = np.zeros(ROWS_QUANTISED * cols // t["bs"] * t["ts"], dtype=np.uint8)
+    f = getattr(lib, "quantize_" + name.lower().replace("_k", "_K"))
+    f.restype = ctypes.c_size_t
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    n = f(x.ctypes.data, dst.ctypes.data, ROWS_QUANTISED, cols, None)
+    assert n == dst.size, (name, n, dst.size)
+    return dst
+
+
+def random_rows(name, t, rng):
+    cols = t["cols"]
+    nb = ROWS_RANDOM * cols // t["bs"]
+    b = rng.integers(0, 256, size=(nb, t["ts"]), dtype=np.uint8)
+    for off in t["halves"]:
+        d = (0.002 + 0.02 * np.abs(rng.standard_normal(nb))).astype(np.float16)
+        if name == "Q3_K" or name.startswith("IQ4") or name.startswith("TQ"):
+            d = np.where(rng.integers(0, 2, nb) == 1, d, -d).astype(np.float16)
+        b[:, off:off + 2] = d.view(np.uint8).reshape(nb, 2)
+    if name == "MXFP4":
+        # E8M0 scales 2^(e - 128) (ggml's half scale) around 1, and the denormal edges
+        b[:, 0] = rng.integers(110, 140, size=nb, dtype=np.uint8)
+        b[0, 0], b[1, 0], b[2, 0] = 0, 1, 2
+    return b.reshape(-1)
+
+
+def dequantise(lib, name, blocks, n):
+    y = np.zeros(n, dtype=np.float32)
+    f = getattr(lib, "dequantize_row_" + name.lower().replace("_k", "_K"))
+    f.restype = None
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    f(blocks.ctypes.data, y.ctypes.data, n)
+    return y
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llama-cpp", default="/work/peers/llama.cpp-src")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "..", "..", "tests", "data", "quant"))
+    args = ap.parse_args()
+    src = args.llama_cpp
+    libdir = os.path.join(src, "build-native", "bin")
+    sys.path.insert(0, os.path.join(src, "gguf-py"))
+    import gguf
+    from gguf.quants import dequantize as gguf_dequantize
+
+    commit = open(os.path.join(src, "COMMIT")).read().strip() if os.path.exists(os.path.join(src, "COMMIT")) else "?"
+    plain_lib = ctypes.CDLL(os.path.join(libdir, "libggml-base.so"))
+    os.makedirs(args.out, exist_ok=True)
+    manifest = {"llama.cpp": commit, "plain": "build-native/bin/libggml-base.so",
+                "fused": "ggml/src/ggml-quants.c, gcc -O3 -march=x86-64-v3", "types": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        fused_lib = ctypes.CDLL(build_fused(src, libdir, tmp))
+        for name, t in TYPES.items():
+            rng = np.random.default_rng(t["id"])
+            blocks = np.concatenate([quantised_rows(plain_lib, name, t, rng), random_rows(name, t, rng)])
+            rows = ROWS_QUANTISED + ROWS_RANDOM
+            n = rows * t["cols"]
+            plain = dequantise(plain_lib, name, blocks, n)
+            fused = dequantise(fused_lib, name, blocks, n)
+            qtype = gguf.GGMLQuantizationType[name]
+            ref = gguf_dequantize(blocks.reshape(rows, -1), qtype).reshape(-1).astype(np.float32)
+            gguf_same = bool(np.array_equal(ref.view(np.uint32), plain.view(np.uint32)))
+            assert gguf_same, f"{name}: gguf-py and libggml-base disagree"
+            assert np.all(np.isfinite(plain)), name
+            differ = int(np.count_nonzero(plain.view(np.uint32) != fused.view(np.uint32)))
+            path = os.path.join(args.out, name.lower().replace("_k", "_K") + ".bin")
+            with open(path, "wb") as f:
+                f.write(b"AQFX" + struct.pack("<IIII", 1, t["id"], rows, t["cols"]))
+                f.write(blocks.tobytes())
+                f.write(plain.astype("<f4").tobytes())
+                f.write(fused.astype("<f4").tobytes())
+            manifest["types"][name] = {"file": os.path.basename(path), "rows": rows, "cols": t["cols"],
+                                       "quantised_rows": ROWS_QUANTISED, "random_rows": ROWS_RANDOM,
+                                       "gguf_py_equals_plain": gguf_same, "fused_differs": differ}
+            print(f"{name}: {rows} x {t['cols']}, fused differs in {differ} of {n}")
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
