@@ -13,6 +13,7 @@
 // live in an ffn_workspace owned by the caller: after the first call of a given
 // size nothing is allocated. Shared by Decoder and Encoder.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -33,6 +34,7 @@ struct ffn_weights {
     const float* gate_bias = nullptr;           // [n_ff] or null
     const float* up_bias = nullptr;             // [n_ff] or null
     const float* down_bias = nullptr;           // [n_embd] or null
+    std::array<float, 4> act{};                 // the policy's per-layer activation parameters (xIELU)
     std::size_t n_ff() const noexcept { return up.rows; }
     std::size_t n_embd() const noexcept { return down.rows; }
 };
@@ -92,6 +94,8 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
         add_bias(g, n_ff, n_tok, w.gate_bias, n_ff);
         ffn_impl<FFN>::apply(g, a, n_tok * n_ff);
         a = g;
+    } else if constexpr (requires { ffn_impl<FFN>::apply(w.act, a, n_tok * n_ff); }) {
+        ffn_impl<FFN>::apply(w.act, a, n_tok * n_ff); // an activation with per-layer parameters
     } else {
         ffn_impl<FFN>::apply(a, n_tok * n_ff);
     }

@@ -24,6 +24,7 @@
 #include "archetype/policies/cache.hpp"
 #include "archetype/policies/embedding.hpp"
 #include "archetype/policies/ffn.hpp"
+#include "archetype/policies/ffn_xielu.hpp"
 #include "archetype/policies/heads.hpp"
 #include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"

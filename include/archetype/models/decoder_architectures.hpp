@@ -3,6 +3,7 @@
 // models/presets/ (models/architectures.hpp adds the RWKV and encoder ones). A
 // Decoder<...> loaded without an entry takes the conventions of its file's
 // architecture from this list.
+#include "archetype/models/presets/apertus.hpp"
 #include "archetype/models/presets/arcee.hpp"
 #include "archetype/models/presets/bloom.hpp"
 #include "archetype/models/presets/cohere2.hpp"
@@ -21,6 +22,7 @@
 #include "archetype/models/presets/lfm2.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
+#include "archetype/models/presets/mistral3.hpp"
 #include "archetype/models/presets/olmo2.hpp"
 #include "archetype/models/presets/olmo3.hpp"
 #include "archetype/models/presets/phi2.hpp"
@@ -50,6 +52,7 @@ using decoder_architectures =
                       presets::lfm2_architecture, presets::gemma_architecture, presets::ernie4_5_architecture,
                       presets::seed_oss_architecture, presets::arcee_architecture, presets::glm4_architecture,
                       presets::hunyuan_dense_architecture, presets::exaone4_architecture,
-                      presets::cohere2_architecture, presets::falcon_40b_architecture, presets::falcon_architecture>;
+                      presets::cohere2_architecture, presets::falcon_40b_architecture, presets::falcon_architecture,
+                      presets::apertus_architecture, presets::mistral3_architecture>;
 
 } // namespace archetype

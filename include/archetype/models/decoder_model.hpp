@@ -391,6 +391,9 @@ private:
             }
             w.down = b.matrix(blk + "ffn_down.weight", n_ff, n_embd);
             w.down_bias = b.optional_vector_f32(blk + "ffn_down.bias", n_embd);
+            // an activation with parameters per layer reads them from the file (XieluMLP)
+            if constexpr (requires { ffn_impl<ffn_policy>::bind_activation(b, w.act); })
+                ffn_impl<ffn_policy>::bind_activation(b, w.act);
             return w;
         }
     }

@@ -394,6 +394,9 @@ private:
                                                        float* x) {
         pos_impl::embed_add(w, st, std::int64_t{}, x, std::size_t{});
     };
+    static constexpr bool scales_queries = requires(const typename pos_impl::weights& w) {
+        pos_impl::query_scale(w, std::int64_t{});
+    };
     float pos_bias(std::size_t il, std::size_t h, std::int64_t pq, std::int64_t pk) const noexcept {
         return pos_impl::score_bias(m_->positions(), pos_state_, il, h, pq, pk);
     }
@@ -550,6 +553,11 @@ private:
                                 !rotated ? nullptr : swa_rope ? &s.rope_swa_ : rope,
                                 swa_rope ? s.cos_swa_.data() : s.cos_.data(), swa_rope ? s.sin_swa_.data() : s.sin_.data(),
                                 s.pool_.get());
+            if constexpr (scales_queries) // the position policy's per-position query factor (QueryTemperature)
+                for (std::size_t i = 0; i < n; ++i) {
+                    const float f = pos_impl::query_scale(s.m_->positions(), s.pos_[i]);
+                    for (float* q = s.q_.data() + i * qw; q != s.q_.data() + (i + 1) * qw; ++q) *q *= f;
+                }
             for (const auto& g : s.groups_) s.attend(il, g);
             kernels::matmul(w.wo, s.ao_.data(), qw, n, out, E, s.pool_.get());
             layers::detail::add_row_bias(out, E, n, w.bo, E);

@@ -89,6 +89,15 @@ struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
         r.beta_fast = h.yarn_beta_fast;
         r.beta_slow = h.yarn_beta_slow;
         r.n_ctx_orig = h.rope_n_ctx_orig;
+        // YaRN's magnitude: ggml multiplies cos/sin by attn_factor (1 + 0.1 ln f); with
+        // rope.scaling.yarn_log_multiplier = k (transformers' mscale_all_dim, mscale 1) the
+        // product must be m(f, 1) / m(f, k), m(f, k) = 1 + 0.1 k ln f, as llama.cpp's
+        // llama_context makes it (its DeepSeek-2 special case, mscale = k, is that family's)
+        if (const std::string k = b.prefix() + "rope.scaling.yarn_log_multiplier"; r.ext_factor != 0.f && b.file().has(k)) {
+            const float mul = b.file().template get<float>(k), f = 1.f / r.freq_scale;
+            if (!std::isfinite(mul)) throw format_error("metadata key '" + k + "' is not finite");
+            if (f > 1.f) r.attn_factor /= 1.f + 0.1f * mul * std::log(f);
+        }
         // per-pair frequency divisors [n_rot / 2]: Llama-3 scaling (rope_freqs.weight), or
         // LongRoPE's short and long sets (Phi-3; the session picks by its context); as
         // llama.cpp, rope_freqs wins when a file has both kinds
