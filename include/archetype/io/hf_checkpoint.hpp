@@ -76,6 +76,7 @@ struct family {
     bool no_rope_every_4 = false; // no_rope_layer_interval must be 4 (SmolLM3)
     bool refuses_use_sliding_window = false; // Qwen's use_sliding_window is not converted
     bool drops_mlm_head = false;  // the masked-LM head (head.*, decoder.*) is not part of the encoder
+    bool logit_scale = false;     // config logit_scale written as {arch}.logit_scale (Cohere 2: it multiplies)
 };
 
 /// The families a checkpoint directory may be, with the converter's rules.
@@ -96,6 +97,11 @@ inline const std::vector<family>& families() {
          .tied_by_default = true},
         {.hf_class = "Phi3ForCausalLM", .gguf_arch = "phi3", .window = true, .long_rope = true},
         {.hf_class = "Qwen3MoeForCausalLM", .gguf_arch = "qwen3moe", .moe = true, .refuses_use_sliding_window = true},
+        {.hf_class = "GemmaForCausalLM", .gguf_arch = "gemma", .norm_plus_one = true, .tied_by_default = true},
+        // GLM-4: sandwich norms under their own names (post_self_attn_layernorm, post_mlp_layernorm)
+        {.hf_class = "Glm4ForCausalLM", .gguf_arch = "glm4"},
+        {.hf_class = "Cohere2ForCausalLM", .gguf_arch = "cohere2", .layer_norm = true, .window = true,
+         .tied_by_default = true, .logit_scale = true},
         // GPT-2: Conv1D weights ([in, out]) transposed; BLOOM: fused q/k/v rows regrouped
         {.hf_class = "GPT2LMHeadModel", .gguf_arch = "gpt2", .layer_norm = true, .rope = false, .ff_4x = true,
          .tensors = family::layout::gpt2, .tied_by_default = true},
@@ -630,6 +636,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         if (c.has("logits_scaling")) w.set(a + "logit_scale", float(c.num("logits_scaling")));
     }
     if (fam->parallel_residual_key) w.set(a + "use_parallel_residual", c.flag_or("use_parallel_residual", false));
+    if (fam->logit_scale) w.set(a + "logit_scale", float(c.num("logit_scale")));
     if (fam->no_rope_every_4 && c.dim_or("no_rope_layer_interval", 4) != 4)
         throw format_error("config.json no_rope_layer_interval must be 4 (the library's and llama.cpp's SmolLM3 rule)");
     if (fam->refuses_use_sliding_window && c.flag_or("use_sliding_window", false))
@@ -762,6 +769,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
                 {"post_attention_layernorm", fam->post_norms ? "post_attention_norm" : "ffn_norm"},
                 {"pre_feedforward_layernorm", "ffn_norm"},
                 {"post_feedforward_layernorm", "post_ffw_norm"},
+                {"post_self_attn_layernorm", "post_attention_norm"}, {"post_mlp_layernorm", "post_ffw_norm"}, // GLM-4
                 {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
                 {"self_attn.qkv_proj", "attn_qkv"}, {"self_attn.o_proj", "attn_output"},
                 {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
