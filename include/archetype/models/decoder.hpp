@@ -30,6 +30,7 @@
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
 #include "archetype/policies/mixers/hybrid.hpp"
+#include "archetype/policies/mixers/parallel.hpp"
 #include "archetype/policies/mixers/rwkv7.hpp"
 #include "archetype/policies/mixers/short_conv.hpp"
 #include "archetype/policies/multipliers.hpp"
