@@ -417,8 +417,12 @@ private:
     // no forward pass allocates afterwards.
     void warm_up() {
         const auto& hp = m_->hparams();
-        const std::size_t n_ff = hp.dims.n_ff, E = hp.dims.n_embd, X = std::max<std::size_t>(1, hp.dims.n_expert);
+        std::size_t n_ff = hp.dims.n_ff; // the widest block of the held layers (experts, shared, dense)
+        for (std::size_t il = range_.first; il <= range_.last(); ++il)
+            n_ff = std::max(n_ff, layers::hidden_max(m_->layer_at(il).ffn));
+        const std::size_t E = hp.dims.n_embd, X = std::max<std::size_t>(1, hp.dims.n_expert);
         auto& w = ws_;
+        layers::ffn_workspace::grow(w.score, X);
         layers::ffn_workspace::grow(w.a, rows_ * n_ff);
         layers::ffn_workspace::grow(w.b, rows_ * n_ff);
         layers::ffn_workspace::grow(w.logits, rows_ * X);
