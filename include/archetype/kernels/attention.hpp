@@ -3,6 +3,7 @@
 // key/value rows, per head, with grouped-query head mapping:
 //
 //   out[i, h] = softmax_j( cap(scale * q[i, h] . k[j, g(h)]) + bias[h, i, j] , j visible from i ) . v[j, g(h)]
+//   (with attention sinks, params.sinks: exp(sinks[h]) joins each denominator, gpt-oss)
 //   cap(s) = s, or softcap * tanh(s / softcap) when params.softcap != 0 (Gemma 2)
 //   g(h) = h / (n_head / n_head_kv)   (consecutive query heads share a key/value head)
 //
@@ -63,7 +64,20 @@ struct attention_params {
     // registers, so the cache is read at half the bytes and the arithmetic stays float32.
     const std::uint16_t* k16 = nullptr;
     const std::uint16_t* v16 = nullptr;
+    // optional attention sinks [n_head] (gpt-oss): head h's softmax denominator gains
+    // exp(sinks[h]), one more logit with no value row
+    const float* sinks = nullptr;
 };
+
+/// softmax of a row whose denominator also holds exp(sink) (an attention sink): the row's
+/// probabilities sum to less than one. A fully masked row gives zeros.
+inline void softmax_with_sink(float* row, std::size_t n, float sink) noexcept {
+    const softmax_part sp = softmax_unnormalised(row, n);
+    if (!(sp.max > -std::numeric_limits<float>::infinity())) return;
+    const float M = std::max(sp.max, sink), a = std::exp(sp.max - M);
+    const float inv = a / (sp.sum * a + std::exp(sink - M));
+    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+}
 
 /// Every key visible (bidirectional, or a mask given only as a bias).
 struct all_visible {
@@ -335,6 +349,10 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
         std::fill(out, out + hd, 0.f);
         if (!(M > neg_inf)) continue; // sees no key: zeros
         float total = 0.f;
+        if (p.sinks) { // the sink's logit joins the denominator
+            M = std::max(M, p.sinks[h]);
+            total = std::exp(p.sinks[h] - M);
+        }
         for (std::size_t c = 0; c < n_chunks; ++c) {
             const float m = ph[c * part + hd];
             if (!(m > neg_inf)) continue;
@@ -404,7 +422,8 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                     std::fill(row, row + a, neg_inf);
                     std::fill(row + e, row + n, neg_inf);
                     if (row_n) row_n[r] = e;
-                    softmax(row, n);
+                    if (p.sinks) softmax_with_sink(row, n, p.sinks[h]);
+                    else softmax(row, n);
                     continue;
                 }
             }
@@ -417,7 +436,8 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                 for (std::size_t j = 0; j < n; ++j)
                     row[j] = visible(i, lo + j) ? detail::capped(row[j] * p.scale, p.softcap) + (b ? b[j] : 0.f) + pos_bias(h, i, lo + j) : neg_inf;
             }
-            softmax(row, n);
+            if (p.sinks) softmax_with_sink(row, n, p.sinks[h]);
+            else softmax(row, n);
         }
         detail::values(p, s, m, g, lo, n, o0, p.ldo, row_n);
     };

@@ -18,6 +18,7 @@
 #include "archetype/models/presets/glm4moe.hpp"
 #include "archetype/models/presets/gpt2.hpp"
 #include "archetype/models/presets/gptneox.hpp"
+#include "archetype/models/presets/gpt_oss.hpp"
 #include "archetype/models/presets/granite.hpp"
 #include "archetype/models/presets/granitemoe.hpp"
 #include "archetype/models/presets/hunyuan_dense.hpp"
@@ -60,6 +61,6 @@ using decoder_architectures =
                       presets::cohere2_architecture, presets::falcon_40b_architecture, presets::falcon_architecture,
                       presets::apertus_architecture, presets::mistral3_architecture,
                       presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
-                      presets::glm4moe_architecture>;
+                      presets::glm4moe_architecture, presets::gpt_oss_architecture>;
 
 } // namespace archetype

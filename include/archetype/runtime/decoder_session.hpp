@@ -439,7 +439,7 @@ private:
 
     /// Layer il's attention for one sequence's rows: the cache policy keeps the
     /// new keys / values and runs attention over what a query may see.
-    void attend(std::size_t il, const group& gr) {
+    void attend(std::size_t il, const group& gr, const float* sinks = nullptr) {
         const auto& hp = m_->hparams();
         const auto& ad = hp.attn;
         const std::size_t qw = ad.q_width(), kw = ad.kv_width();
@@ -458,6 +458,7 @@ private:
         p.head_dim = ad.head_dim;
         p.scale = ad.scale;
         p.softcap = ad.softcap;
+        p.sinks = sinks;
         p.q = q_.data() + gr.row * qw;
         p.ldq = qw;
         p.n_q = gr.n;
@@ -562,7 +563,7 @@ private:
                     const float f = pos_impl::query_scale(s.m_->positions(), s.pos_[i]);
                     for (float* q = s.q_.data() + i * qw; q != s.q_.data() + (i + 1) * qw; ++q) *q *= f;
                 }
-            for (const auto& g : s.groups_) s.attend(il, g);
+            for (const auto& g : s.groups_) s.attend(il, g, w.sinks);
             kernels::matmul(w.wo, s.ao_.data(), qw, n, out, E, s.pool_.get());
             layers::detail::add_row_bias(out, E, n, w.bo, E);
         }
