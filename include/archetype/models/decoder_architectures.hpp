@@ -8,6 +8,7 @@
 #include "archetype/models/presets/bloom.hpp"
 #include "archetype/models/presets/cohere2.hpp"
 #include "archetype/models/presets/command_r.hpp"
+#include "archetype/models/presets/deepseek2.hpp"
 #include "archetype/models/presets/ernie4_5.hpp"
 #include "archetype/models/presets/exaone4.hpp"
 #include "archetype/models/presets/falcon.hpp"
@@ -61,6 +62,7 @@ using decoder_architectures =
                       presets::cohere2_architecture, presets::falcon_40b_architecture, presets::falcon_architecture,
                       presets::apertus_architecture, presets::mistral3_architecture,
                       presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
-                      presets::glm4moe_architecture, presets::gpt_oss_architecture>;
+                      presets::glm4moe_architecture, presets::gpt_oss_architecture,
+                      presets::deepseek2_architecture>;
 
 } // namespace archetype

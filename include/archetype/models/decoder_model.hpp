@@ -206,6 +206,10 @@ public:
         if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent)");
         s += describe_line("KV cache", std::to_string(hybrid ? f.cache_bytes / d.n_layer * kv_layers : f.cache_bytes) +
                                            " bytes per sequence at the training context");
+        // a mixer that says more about its cache (MLA: the latent row against decompressed heads)
+        if constexpr (requires { mixer_impl<typename D::mixer>::describe_cache(layers_v_[0].attn); })
+            if (!layers_v_.empty())
+                s += describe_line("KV per token", mixer_impl<typename D::mixer>::describe_cache(layers_v_[range_.first].attn));
         if (state_floats)
             s += describe_line("state", std::to_string(state_floats * sizeof(float)) +
                                             " bytes per sequence (recurrent mixers, any context)");

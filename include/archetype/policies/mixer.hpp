@@ -107,6 +107,10 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
             throw shape_error(b.prefix() + "attention.head_count_kv[" + std::to_string(b.layer_index()) +
                               "] = 0: layer " + std::to_string(b.layer_index()) + " has no attention; compose its "
                               "mixer per layer (HybridMixer<SelfAttention, ShortConv>, policies/mixers/hybrid.hpp)");
+        if (b.keys().head_dim_v != d.head_dim)
+            throw shape_error(b.prefix() + "attention.value_length = " + std::to_string(b.keys().head_dim_v) +
+                              " differs from key_length = " + std::to_string(d.head_dim) +
+                              " (not supported by SelfAttention; multi-head latent attention files: MultiHeadLatentAttention)");
         const std::size_t E = d.n_embd, qw = d.n_head * d.head_dim, kw = d.n_head_kv * d.head_dim, hd = d.head_dim;
         if (b.file().find_tensor(blk + "attn_qkv.weight")) {
             // one fused projection [E, qw + 2 kw] (GPT-2, Phi-3, BLOOM): Q, K, V are its row ranges.
