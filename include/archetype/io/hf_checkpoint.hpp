@@ -13,7 +13,9 @@
 // their type, vectors (norms, biases) become F32 as the converter writes them. What the converter changes, this changes the same way (documented per
 // family in `families()` below): Llama-style q/k rows reordered for adjacent-pair RoPE,
 // Gemma's norm weights stored as 1 + w, Llama 3's rope_freqs computed from rope_scaling,
-// Granite's multipliers and Gemma 2's soft caps and window as keys.
+// Granite's multipliers and Gemma 2's soft caps and window as keys, experts stacked per
+// layer (Qwen3-MoE, Mixtral, Qwen2-MoE with its shared expert, DeepSeek-V2), DeepSeek-V2's
+// kv_b_proj split into attn_k_b / attn_v_b for the absorbed multi-head latent attention.
 //
 // Everything read here is hostile input: an unknown `architectures` entry, a missing or
 // misshaped key, a tensor no family rule names (never dropped silently), a shard outside
@@ -70,6 +72,12 @@ struct family {
     bool long_rope = false;       // LongRoPE factors, attn_factor, original context; the rotary
                                   // width as int(f * n_embd) / n_head (Phi-3)
     bool moe = false;             // experts stacked per layer, router -> ffn_gate_inp (Qwen3-MoE)
+    /// How the experts are saved and routed: Qwen3-MoE's mlp.experts.E.{gate,up,down}_proj with
+    /// norm_topk_prob required; Mixtral's block_sparse_moe.experts.E.{w1,w3,w2} (the converter
+    /// writes no routing key: llama.cpp renormalises); Qwen2-MoE's with norm_topk_prob refused and
+    /// a sigmoid-gated shared expert; DeepSeek-V2's (n_routed_experts, shared experts, dense
+    /// first layers, routing keys, multi-head latent attention).
+    enum class experts { qwen3, mixtral, qwen2, deepseek2 } moe_kind = experts::qwen3;
     bool soft_caps = false;       // soft caps and query_pre_attn_scalar (Gemma 2)
     bool multipliers = false;     // embedding/residual/attention/logit multipliers (Granite)
     bool parallel_residual_key = false; // writes use_parallel_residual (StableLM)
@@ -102,6 +110,12 @@ inline const std::vector<family>& families() {
         {.hf_class = "Glm4ForCausalLM", .gguf_arch = "glm4"},
         {.hf_class = "Cohere2ForCausalLM", .gguf_arch = "cohere2", .layer_norm = true, .window = true,
          .tied_by_default = true, .logit_scale = true},
+        {.hf_class = "MixtralForCausalLM", .gguf_arch = "llama", .permute_qk = true, .moe = true,
+         .moe_kind = family::experts::mixtral},
+        {.hf_class = "Qwen2MoeForCausalLM", .gguf_arch = "qwen2moe", .moe = true, .moe_kind = family::experts::qwen2,
+         .refuses_use_sliding_window = true},
+        {.hf_class = "DeepseekV2ForCausalLM", .gguf_arch = "deepseek2", .drops_head_dim = true, .moe = true,
+         .moe_kind = family::experts::deepseek2},
         // GPT-2: Conv1D weights ([in, out]) transposed; BLOOM: fused q/k/v rows regrouped
         {.hf_class = "GPT2LMHeadModel", .gguf_arch = "gpt2", .layer_norm = true, .rope = false, .ff_4x = true,
          .tensors = family::layout::gpt2, .tied_by_default = true},
@@ -313,8 +327,11 @@ inline void phi3_long_rope(gguf::writer& w, const std::string& a, const config& 
 /// experts.gate_up_proj [E][2 ff][D] (gate first) and experts.down_proj [E][D][ff].
 inline void moe_experts(gguf::writer& w, const weights& W, std::vector<std::vector<std::byte>>& owned,
                         std::set<std::string>& used, const config& c, const std::string& h, const std::string& g,
-                        std::uint64_t n_embd) {
-    const std::uint64_t n_expert = c.dim(c.first_of({"num_experts", "num_local_experts"}), 1u << 12), ff = c.dim("moe_intermediate_size");
+                        std::uint64_t n_embd, family::experts kind = family::experts::qwen3) {
+    const bool mixtral = kind == family::experts::mixtral;
+    const std::uint64_t n_expert = c.dim(c.first_of({"num_experts", "num_local_experts", "n_routed_experts"}), 1u << 12),
+                        ff = c.dim(mixtral ? "intermediate_size" : "moe_intermediate_size");
+    const std::string moe = h + (mixtral ? "block_sparse_moe." : "mlp.");
     auto find = [&](const std::string& name) -> const safetensors::tensor_info* {
         for (const auto& n : {name, name + ".weight"}) {
             const auto it = W.by_name.find(n);
@@ -329,8 +346,8 @@ inline void moe_experts(gguf::writer& w, const weights& W, std::vector<std::vect
             throw format_error("tensor '" + t.name + "' is not [" + want + "]");
         }
     };
-    const auto* router = find(h + "mlp.gate");
-    if (!router) throw format_error("checkpoint has no '" + h + "mlp.gate.weight' (the expert router)");
+    const auto* router = find(moe + "gate");
+    if (!router) throw format_error("checkpoint has no '" + moe + "gate.weight' (the expert router)");
     expect(*router, {n_expert, n_embd});
     w.add_tensor(g + "ffn_gate_inp.weight", gguf_type(*router), {n_embd, n_expert},
                  std::span<const std::byte>(router->data, router->n_bytes()));
@@ -338,7 +355,7 @@ inline void moe_experts(gguf::writer& w, const weights& W, std::vector<std::vect
         auto& kept = owned.emplace_back(std::move(b));
         w.add_tensor(name, type, {cols, rows, n_expert}, std::span<const std::byte>(kept.data(), kept.size()));
     };
-    if (const auto* gate_up = find(h + "mlp.experts.gate_up_proj")) {
+    if (const auto* gate_up = mixtral ? nullptr : find(h + "mlp.experts.gate_up_proj")) {
         expect(*gate_up, {n_expert, 2 * ff, n_embd});
         const auto* down = find(h + "mlp.experts.down_proj");
         if (!down) throw format_error("checkpoint has experts.gate_up_proj but no '" + h + "mlp.experts.down_proj'");
@@ -357,13 +374,15 @@ inline void moe_experts(gguf::writer& w, const weights& W, std::vector<std::vect
     }
     const std::pair<const char*, const char*> parts[] = {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"},
                                                          {"down_proj", "ffn_down_exps"}};
-    for (const auto& [hp, gp] : parts) {
-        const bool down = std::string_view(hp) == "down_proj";
+    const std::pair<const char*, const char*> mixtral_parts[] = {{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"},
+                                                                 {"w2", "ffn_down_exps"}};
+    for (const auto& [hp, gp] : mixtral ? std::span(mixtral_parts) : std::span(parts)) {
+        const bool down = std::string_view(gp) == "ffn_down_exps";
         const std::uint64_t rows = down ? n_embd : ff, cols = down ? ff : n_embd;
         std::vector<std::byte> b;
         std::optional<ggml_type> type;
         for (std::uint64_t e = 0; e < n_expert; ++e) {
-            const auto name = h + "mlp.experts." + std::to_string(e) + "." + hp;
+            const auto name = moe + "experts." + std::to_string(e) + "." + hp;
             const auto* t = find(name);
             if (!t) throw format_error("checkpoint has no '" + name + ".weight' (" + std::to_string(n_expert) + " experts)");
             expect(*t, {rows, cols});
@@ -557,30 +576,71 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         w.set(a + "attention.layer_norm_epsilon",
               float(c.num_or(c.first_of({"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"}), 1e-5)));
     else w.set(a + "attention.layer_norm_rms_epsilon", float(c.num_or("rms_norm_eps", 1e-6)));
+    using kind = family::experts;
     if (fam->moe) {
-        const auto n_expert = c.dim(c.first_of({"num_experts", "num_local_experts"}), 1u << 12), n_used = c.dim("num_experts_per_tok", 1u << 12);
+        const auto n_expert = c.dim(c.first_of({"num_experts", "num_local_experts", "n_routed_experts"}), 1u << 12),
+                   n_used = c.dim("num_experts_per_tok", 1u << 12);
         if (n_used > n_expert)
             throw format_error("config.json num_experts_per_tok " + std::to_string(n_used) + " exceeds num_experts " +
                                std::to_string(n_expert));
         w.set(a + "expert_count", std::uint32_t(n_expert));
         w.set(a + "expert_used_count", std::uint32_t(n_used));
-        w.set(a + "expert_feed_forward_length", std::uint32_t(c.dim("moe_intermediate_size")));
-        // llama.cpp's qwen3moe always renormalises the chosen experts' weights
-        if (!c.flag_or("norm_topk_prob", false))
+        if (fam->moe_kind != kind::mixtral) // Mixtral's experts are intermediate_size wide
+            w.set(a + "expert_feed_forward_length", std::uint32_t(c.dim("moe_intermediate_size")));
+        // llama.cpp's qwen3moe always renormalises the chosen experts' weights, its qwen2moe never
+        if (fam->moe_kind == kind::qwen3 && !c.flag_or("norm_topk_prob", false))
             throw format_error("config.json norm_topk_prob = false: the qwen3moe preset renormalises the top-k "
                                "weights (as llama.cpp does), which this checkpoint does not");
-        for (const char* k : {"shared_expert_intermediate_size", "mlp_only_layers"})
+        if (fam->moe_kind == kind::qwen2 && c.flag_or("norm_topk_prob", false))
+            throw format_error("config.json norm_topk_prob = true: the qwen2moe preset does not renormalise the top-k "
+                               "weights (as llama.cpp does not), which this checkpoint does");
+        if (fam->moe_kind == kind::qwen2)
+            w.set(a + "expert_shared_feed_forward_length", std::uint32_t(c.dim("shared_expert_intermediate_size")));
+        if (fam->moe_kind == kind::mixtral && c.has("sliding_window"))
+            throw format_error("config.json sliding_window is not implemented for " + cls);
+        for (const char* k : {"shared_expert_intermediate_size", "mlp_only_layers"}) {
+            if (fam->moe_kind == kind::qwen2 && std::string_view(k) == "shared_expert_intermediate_size") continue;
             if (c.has(k) && !(c.raw()[k].is_array() && c.raw()[k].empty()) && !(c.raw()[k].is_number() && c.raw()[k] == 0))
                 throw format_error("config.json '" + std::string(k) + "' is not implemented for " + cls);
+        }
         if (c.dim_or("decoder_sparse_step", 1) != 1)
             throw format_error("config.json decoder_sparse_step must be 1 (every layer a mixture of experts)");
+    }
+    std::uint64_t qk_rope = 0, qk_nope = 0, v_mla = 0, kv_rank = 0; // multi-head latent attention (DeepSeek-V2)
+    if (fam->moe_kind == kind::deepseek2) {
+        kv_rank = c.dim("kv_lora_rank");
+        qk_rope = c.dim("qk_rope_head_dim");
+        qk_nope = c.dim("qk_nope_head_dim");
+        v_mla = c.dim("v_head_dim");
+        w.set(a + "attention.head_count_kv", std::uint32_t(1));
+        w.set(a + "attention.kv_lora_rank", std::uint32_t(kv_rank));
+        if (c.has("q_lora_rank")) w.set(a + "attention.q_lora_rank", std::uint32_t(c.dim("q_lora_rank")));
+        w.set(a + "attention.key_length", std::uint32_t(kv_rank + qk_rope));
+        w.set(a + "attention.value_length", std::uint32_t(kv_rank));
+        w.set(a + "attention.key_length_mla", std::uint32_t(qk_nope + qk_rope));
+        w.set(a + "attention.value_length_mla", std::uint32_t(v_mla));
+        w.set(a + "vocab_size", std::uint32_t(c.dim("vocab_size", std::uint64_t(1) << 31)));
+        w.set(a + "leading_dense_block_count", std::uint32_t(c.dim_or("first_k_dense_replace", 0)));
+        w.set(a + "expert_shared_count", std::uint32_t(c.dim("n_shared_experts")));
+        w.set(a + "expert_weights_scale", float(c.num_or("routed_scaling_factor", 1.0)));
+        if (c.flag_or("norm_topk_prob", false)) w.set(a + "expert_weights_norm", true);
+        const std::string scoring = c.has("scoring_func") ? c.raw()["scoring_func"].get<std::string>() : "softmax";
+        if (scoring != "softmax" && scoring != "sigmoid")
+            throw format_error("config.json scoring_func '" + scoring + "' is not implemented for " + cls);
+        w.set(a + "expert_gating_func", std::uint32_t(scoring == "softmax" ? 1 : 2));
+        if (c.has("n_group")) {
+            w.set(a + "expert_group_count", std::uint32_t(c.dim("n_group")));
+            w.set(a + "expert_group_used_count", std::uint32_t(c.dim("topk_group")));
+        }
+        if (c.has("attention_bias") && c.flag_or("attention_bias", false))
+            throw format_error("config.json attention_bias = true is not implemented for " + cls);
     }
     const auto rope = c.rope();
     std::vector<float> rope_freqs, factors_long, factors_short;
     if (fam->rope) {
         const double base = rope.contains("rope_theta") ? c.number(rope["rope_theta"], "rope_theta") : 10000.0;
         w.set(a + "rope.freq_base", float(base));
-        std::uint64_t n_rot = hd;
+        std::uint64_t n_rot = fam->moe_kind == kind::deepseek2 ? qk_rope : hd;
         if (c.has("partial_rotary_factor") || rope.contains("partial_rotary_factor")) {
             const double f = c.has("partial_rotary_factor") ? c.num("partial_rotary_factor")
                                                             : c.number(rope["partial_rotary_factor"], "partial_rotary_factor");
@@ -596,7 +656,18 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         if (rope_type == "llama3" && fam->llama3_rope) rope_freqs = detail::llama3_rope_freqs(rope, base, n_rot);
         else if ((rope_type == "longrope" || rope_type == "su") && fam->long_rope)
             detail::phi3_long_rope(w, a, c, rope, n_ctx, n_rot, factors_long, factors_short);
-        else if (rope_type != "default")
+        else if (rope_type == "yarn" && fam->moe_kind == kind::deepseek2) {
+            // DeepSeek-V2's YaRN as its converter writes it (yarn_log_multiplier = 0.1 mscale_all_dim)
+            auto num = [&](const char* k, double d) { return rope.contains(k) ? c.number(rope[k], k) : d; };
+            w.set(a + "rope.scaling.type", std::string("yarn"));
+            w.set(a + "rope.scaling.factor", float(num("factor", 1.0)));
+            w.set(a + "rope.scaling.original_context_length", std::uint32_t(num("original_max_position_embeddings", 4096)));
+            w.set(a + "rope.scaling.yarn_beta_fast", float(num("beta_fast", 32.0)));
+            w.set(a + "rope.scaling.yarn_beta_slow", float(num("beta_slow", 1.0)));
+            w.set(a + "rope.scaling.yarn_log_multiplier", float(0.1 * num("mscale_all_dim", 0.0)));
+            if (num("mscale", 1.0) != num("mscale_all_dim", 0.0) && num("mscale_all_dim", 0.0) != 0.0)
+                throw format_error("config.json rope mscale differs from mscale_all_dim (llama.cpp reads them as equal)");
+        } else if (rope_type != "default")
             throw format_error("config.json rope type '" + rope_type + "' is not implemented for " + cls);
         if (fam->long_rope) {
             const auto orig = rope.contains("original_max_position_embeddings") ? rope["original_max_position_embeddings"]
@@ -779,7 +850,51 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
             };
             for (const auto& [hn, gn] : names)
                 for (const char* s : suffixes) take(h + hn + "." + s, g + gn + "." + s);
-            if (fam->moe) detail::moe_experts(w, W, owned, used, c, h, g, n_embd);
+            if (fam->moe_kind == kind::deepseek2) {
+                const name_pair mla_names[] = {
+                    {"self_attn.q_a_proj", "attn_q_a"}, {"self_attn.q_a_layernorm", "attn_q_a_norm"},
+                    {"self_attn.q_b_proj", "attn_q_b"}, {"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
+                    {"self_attn.kv_a_layernorm", "attn_kv_a_norm"}, {"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
+                    {"mlp.shared_experts.up_proj", "ffn_up_shexp"}, {"mlp.shared_experts.down_proj", "ffn_down_shexp"},
+                    {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"}};
+                for (const auto& [hn, gn] : mla_names)
+                    if (std::string_view(gn).ends_with(".bias")) take(h + hn, g + gn);
+                    else take(h + hn + ".weight", g + gn + ".weight");
+                // kv_b_proj [H (nope + v), r]: per head the nope rows -> attn_k_b (transposed to
+                // [r, nope]) and the v rows -> attn_v_b, as the converter splits it
+                const std::string kvb = h + "self_attn.kv_b_proj.weight";
+                const auto it = W.by_name.find(kvb);
+                if (it == W.by_name.end()) throw format_error("checkpoint has no '" + kvb + "'");
+                used.insert(kvb);
+                const auto& t = *it->second;
+                if (t.shape != std::vector<std::uint64_t>{n_head * (qk_nope + v_mla), kv_rank})
+                    throw format_error("tensor '" + kvb + "' is not [num_attention_heads x (qk_nope_head_dim + v_head_dim), kv_lora_rank]");
+                const std::size_t es = t.n_bytes() / t.n_elements();
+                std::vector<std::byte> kb(n_head * kv_rank * qk_nope * es), vb(n_head * v_mla * kv_rank * es);
+                for (std::uint64_t hh = 0; hh < n_head; ++hh) {
+                    const std::byte* src = t.data + hh * (qk_nope + v_mla) * kv_rank * es;
+                    for (std::uint64_t i = 0; i < qk_nope; ++i)
+                        for (std::uint64_t r = 0; r < kv_rank; ++r)
+                            std::memcpy(kb.data() + ((hh * kv_rank + r) * qk_nope + i) * es, src + (i * kv_rank + r) * es, es);
+                    std::memcpy(vb.data() + hh * v_mla * kv_rank * es, src + qk_nope * kv_rank * es, v_mla * kv_rank * es);
+                }
+                const auto& k_kept = owned.emplace_back(std::move(kb)); // the bytes stay where they are
+                w.add_tensor(g + "attn_k_b.weight", detail::gguf_type(t), {qk_nope, kv_rank, n_head},
+                             std::span<const std::byte>(k_kept.data(), k_kept.size()));
+                const auto& v_kept = owned.emplace_back(std::move(vb));
+                w.add_tensor(g + "attn_v_b.weight", detail::gguf_type(t), {kv_rank, v_mla, n_head},
+                             std::span<const std::byte>(v_kept.data(), v_kept.size()));
+                if (W.by_name.count(h + "mlp.gate.weight")) detail::moe_experts(w, W, owned, used, c, h, g, n_embd, fam->moe_kind);
+            } else if (fam->moe_kind == kind::qwen2) {
+                const name_pair shared[] = {{"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
+                                            {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+                                            {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+                                            {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"}};
+                for (const auto& [hn, gn] : shared) take(h + hn + ".weight", g + gn + ".weight");
+                detail::moe_experts(w, W, owned, used, c, h, g, n_embd, fam->moe_kind);
+            } else if (fam->moe) {
+                detail::moe_experts(w, W, owned, used, c, h, g, n_embd, fam->moe_kind);
+            }
             used.insert(h + "self_attn.rotary_emb.inv_freq"); // a buffer older checkpoints saved; recomputed from the config
         }
     }

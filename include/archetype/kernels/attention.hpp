@@ -3,6 +3,7 @@
 // key/value rows, per head, with grouped-query head mapping:
 //
 //   out[i, h] = softmax_j( cap(scale * q[i, h] . k[j, g(h)]) + bias[h, i, j] , j visible from i ) . v[j, g(h)]
+//   (with attention sinks, params.sinks: exp(sinks[h]) joins each denominator, gpt-oss)
 //   cap(s) = s, or softcap * tanh(s / softcap) when params.softcap != 0 (Gemma 2)
 //   g(h) = h / (n_head / n_head_kv)   (consecutive query heads share a key/value head)
 //
@@ -63,7 +64,24 @@ struct attention_params {
     // registers, so the cache is read at half the bytes and the arithmetic stays float32.
     const std::uint16_t* k16 = nullptr;
     const std::uint16_t* v16 = nullptr;
+    // optional attention sinks [n_head] (gpt-oss): head h's softmax denominator gains
+    // exp(sinks[h]), one more logit with no value row
+    const float* sinks = nullptr;
+    // width of a value row and of an output head when it differs from head_dim (0: head_dim);
+    // multi-head latent attention reads its values as the first v_dim floats of each key row
+    std::size_t v_dim = 0;
+    std::size_t value_dim() const noexcept { return v_dim ? v_dim : head_dim; }
 };
+
+/// softmax of a row whose denominator also holds exp(sink) (an attention sink): the row's
+/// probabilities sum to less than one. A fully masked row gives zeros.
+inline void softmax_with_sink(float* row, std::size_t n, float sink) noexcept {
+    const softmax_part sp = softmax_unnormalised(row, n);
+    if (!(sp.max > -std::numeric_limits<float>::infinity())) return;
+    const float M = std::max(sp.max, sink), a = std::exp(sp.max - M);
+    const float inv = a / (sp.sum * a + std::exp(sink - M));
+    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+}
 
 /// Every key visible (bidirectional, or a mask given only as a bias).
 struct all_visible {
@@ -233,9 +251,9 @@ ARCHETYPE_KERNEL_ENTRY void values(const attention_params& p, const float* P, st
                                    const std::size_t* row_n) noexcept {
     const std::size_t off = g * p.kv_head_stride + j0 * p.ldkv;
     if (p.v16)
-        pv(P, n, m, n, p.v16 + off, p.ldkv, o, ldo, p.head_dim, row_n);
+        pv(P, n, m, n, p.v16 + off, p.ldkv, o, ldo, p.value_dim(), row_n);
     else
-        pv(P, n, m, n, p.v + off, p.ldkv, o, ldo, p.head_dim, row_n);
+        pv(P, n, m, n, p.v + off, p.ldkv, o, ldo, p.value_dim(), row_n);
 }
 #endif
 
@@ -276,15 +294,15 @@ template <class Visible, class Bias>
 void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bias,
                       std::pair<std::size_t, std::size_t> keys, thread_pool* pool) {
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-    const std::size_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
+    const std::size_t hd = p.head_dim, vd = p.value_dim(), group = p.n_head / p.n_head_kv;
     const std::size_t hi = std::min(keys.second, p.n_kv), lo = std::min(keys.first, hi), n = hi - lo;
     if (n == 0) {
-        std::fill(p.out, p.out + p.n_head * hd, 0.f);
+        std::fill(p.out, p.out + p.n_head * vd, 0.f);
         return;
     }
     const std::size_t n_chunks = (n + decode_chunk - 1) / decode_chunk;
-    // per (head, chunk): hd partial outputs, then max and sum
-    const std::size_t part = hd + 2;
+    // per (head, chunk): vd partial outputs, then max and sum
+    const std::size_t part = vd + 2;
     auto& buf = decode_scratch();
     if (buf.size() < p.n_head * n_chunks * part) buf.resize(p.n_head * n_chunks * part);
     float* parts = buf.data();
@@ -293,7 +311,7 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
         const std::size_t j0 = lo + c * decode_chunk, nc = std::min(decode_chunk, hi - j0);
         const std::size_t h0 = g * group;
         auto& sbuf = attention_scratch();
-        if (sbuf.size() < group * nc + group * hd) sbuf.resize(group * nc + group * hd);
+        if (sbuf.size() < group * nc + group * vd) sbuf.resize(group * nc + group * vd);
         float* s = sbuf.data();
         float* o = s + group * nc;
         const float* q = p.q + h0 * hd;
@@ -315,12 +333,12 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
             }
             const softmax_part sp = softmax_unnormalised(row, nc);
             float* dst = parts + ((h0 + r) * n_chunks + c) * part;
-            dst[hd] = sp.max;
-            dst[hd + 1] = sp.sum;
+            dst[vd] = sp.max;
+            dst[vd + 1] = sp.sum;
         }
-        values(p, s, group, g, j0, nc, o, hd);
+        values(p, s, group, g, j0, nc, o, vd);
         for (std::size_t r = 0; r < group; ++r)
-            std::copy(o + r * hd, o + (r + 1) * hd, parts + ((h0 + r) * n_chunks + c) * part);
+            std::copy(o + r * vd, o + (r + 1) * vd, parts + ((h0 + r) * n_chunks + c) * part);
     };
     const std::size_t n_tasks = p.n_head_kv * n_chunks;
     if (pool)
@@ -330,20 +348,24 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
     for (std::size_t h = 0; h < p.n_head; ++h) {
         const float* ph = parts + h * n_chunks * part;
         float M = neg_inf;
-        for (std::size_t c = 0; c < n_chunks; ++c) M = std::max(M, ph[c * part + hd]);
-        float* out = p.out + h * hd;
-        std::fill(out, out + hd, 0.f);
+        for (std::size_t c = 0; c < n_chunks; ++c) M = std::max(M, ph[c * part + vd]);
+        float* out = p.out + h * vd;
+        std::fill(out, out + vd, 0.f);
         if (!(M > neg_inf)) continue; // sees no key: zeros
         float total = 0.f;
+        if (p.sinks) { // the sink's logit joins the denominator
+            M = std::max(M, p.sinks[h]);
+            total = std::exp(p.sinks[h] - M);
+        }
         for (std::size_t c = 0; c < n_chunks; ++c) {
-            const float m = ph[c * part + hd];
+            const float m = ph[c * part + vd];
             if (!(m > neg_inf)) continue;
             const float w = std::exp(m - M);
-            total += w * ph[c * part + hd + 1];
-            axpy(hd, w, ph + c * part, out);
+            total += w * ph[c * part + vd + 1];
+            axpy(vd, w, ph + c * part, out);
         }
         const float inv = 1.f / total;
-        for (std::size_t d = 0; d < hd; ++d) out[d] *= inv;
+        for (std::size_t d = 0; d < vd; ++d) out[d] *= inv;
     }
 }
 } // namespace detail
@@ -357,7 +379,7 @@ void attention_decode(const attention_params& p, Visible& visible, Bias& pos_bia
 template <class Visible, class Range, class Bias>
 void attention(const attention_params& p, Visible&& visible, Range&& range, thread_pool* pool, Bias&& pos_bias) {
     if (p.n_q == 0 || p.n_head == 0) return;
-    const std::size_t hd = p.head_dim;
+    const std::size_t hd = p.head_dim, vd = p.value_dim();
     const std::size_t group = p.n_head / p.n_head_kv;
     const std::size_t qb = detail::attention_q_block;
     const std::size_t n_blocks = (p.n_q + qb - 1) / qb;
@@ -373,9 +395,9 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
         const std::size_t g = h / group;
         const auto [lo_, hi_] = range(i0, i1, p.n_kv);
         const std::size_t hi = std::min(hi_, p.n_kv), lo = std::min(lo_, hi), n = hi - lo;
-        float* o0 = p.out + i0 * p.ldo + h * hd;
+        float* o0 = p.out + i0 * p.ldo + h * vd;
         if (n == 0) {
-            for (std::size_t r = 0; r < m; ++r) std::fill(o0 + r * p.ldo, o0 + r * p.ldo + hd, 0.f);
+            for (std::size_t r = 0; r < m; ++r) std::fill(o0 + r * p.ldo, o0 + r * p.ldo + vd, 0.f);
             return;
         }
         auto& buf = detail::attention_scratch();
@@ -404,7 +426,8 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                     std::fill(row, row + a, neg_inf);
                     std::fill(row + e, row + n, neg_inf);
                     if (row_n) row_n[r] = e;
-                    softmax(row, n);
+                    if (p.sinks) softmax_with_sink(row, n, p.sinks[h]);
+                    else softmax(row, n);
                     continue;
                 }
             }
@@ -417,7 +440,8 @@ void attention(const attention_params& p, Visible&& visible, Range&& range, thre
                 for (std::size_t j = 0; j < n; ++j)
                     row[j] = visible(i, lo + j) ? detail::capped(row[j] * p.scale, p.softcap) + (b ? b[j] : 0.f) + pos_bias(h, i, lo + j) : neg_inf;
             }
-            softmax(row, n);
+            if (p.sinks) softmax_with_sink(row, n, p.sinks[h]);
+            else softmax(row, n);
         }
         detail::values(p, s, m, g, lo, n, o0, p.ldo, row_n);
     };

@@ -27,6 +27,7 @@ struct attention_weights {
     bool qk_layer_norm = false;    // Cohere: a LayerNorm (no bias) per head, with each head's own
                                    // weights: q_norm [n_head x head_dim], k_norm [n_head_kv x head_dim]
     bool qk_norm_after_rope = false; // Hunyuan: the QK norm applies to the rotated Q and K
+    const float* sinks = nullptr;    // gpt-oss: attn_sinks [n_head], one more logit per head
 };
 
 struct attention_dims {

@@ -4,9 +4,15 @@
 //   SwiGLU   y = down( silu(gate x) * up x )
 //   GeGLU    y = down( gelu(gate x) * up x )
 //   GeluMLP  y = down( gelu(up x + b_up) ) + b_down        (biases optional)
-//   MoE<E,K,FFN>  router logits r = W_r x; softmax over the E experts; the top K
-//            (ties: lower index first) weighted by their probabilities divided by
-//            the sum of the K selected (Mixtral's renormalisation), each a FFN.
+//   MoE<E,K,FFN,Router,Shared,Dense>  router logits r = W_r x (+ ffn_gate_inp.bias);
+//            the router's gating (moe_weights::gating): softmax over the E experts,
+//            a sigmoid per expert, or nothing before the top K (softmax after it,
+//            gpt-oss); a selection bias (exp_probs_b) and expert groups choose; the
+//            top K (ties: lower index first) weighted by their gated values, divided
+//            by the sum of the K (renormalised, clamped >= 6.1e-5 as llama.cpp) when
+//            normalise, times scale when it is not 0 or 1; each a FFN; plus a shared
+//            expert (sigmoid-gated or not) added unweighted; a layer may be dense.
+//            The defaults are Mixtral's: softmax, top K, renormalised.
 //
 // One call handles n_tok rows (prefill: the whole chunk through GEMM; decode: one
 // row per sequence). y is overwritten (the caller adds the residual). Buffers
@@ -39,13 +45,37 @@ struct ffn_weights {
     std::size_t n_embd() const noexcept { return down.rows; }
 };
 
-/// Weights of a mixture of experts: the router and one dense block per expert.
+/// Weights of a mixture of experts: the router and one dense block per expert, the
+/// router's rule, an optional shared expert, or (a leading dense layer) one dense block.
 struct moe_weights {
     kernels::weight_view router{};  // [n_expert rows x n_embd]
     std::vector<ffn_weights> experts;
     std::size_t n_used = 1;         // top-k
-    std::size_t n_embd() const noexcept { return router.cols; }
+    // the router (defaults: Mixtral's softmax, top k, renormalised)
+    moe_gating gating = moe_gating::softmax;
+    bool normalise = true;          // weights / their sum
+    float scale = 1.f;              // weights * scale (when not 0 or 1)
+    std::size_t n_group = 1, n_group_used = 1; // expert groups (DeepSeek-V3): keep the best n_group_used
+    const float* router_bias = nullptr;  // ffn_gate_inp.bias [n_expert] added to the logits
+    const float* select_bias = nullptr;  // exp_probs_b.bias [n_expert]: added for the choice only
+    // a shared expert beside the routed ones (Qwen2-MoE, DeepSeek, GLM-4.5), added unweighted
+    bool has_shared = false;
+    ffn_weights shared{};
+    const float* shared_gate = nullptr;  // [n_embd]: its output times sigmoid(shared_gate . x), or null
+    // a dense layer of a model whose first layers are dense (leading_dense_block_count)
+    bool dense = false;
+    ffn_weights dense_ffn{};
+    std::size_t n_embd() const noexcept { return dense ? dense_ffn.n_embd() : router.cols; }
 };
+
+/// The widest hidden layer a block runs (its workspace rows).
+inline std::size_t hidden_max(const ffn_weights& w) noexcept { return w.n_ff(); }
+inline std::size_t hidden_max(const moe_weights& w) noexcept {
+    std::size_t m = w.dense ? w.dense_ffn.n_ff() : 0;
+    for (const auto& e : w.experts) m = std::max(m, e.n_ff());
+    if (w.has_shared) m = std::max(m, w.shared.n_ff());
+    return m;
+}
 
 /// Reusable buffers of the feed-forward computation.
 struct ffn_workspace {
@@ -56,6 +86,7 @@ struct ffn_workspace {
     std::vector<float> row_w;           // routing weight per gathered row
     std::vector<std::size_t> sel;       // [n_tok x k] selected experts
     std::vector<float> sel_w;           // [n_tok x k] their weights
+    std::vector<float> score;           // [n_expert] selection scores of one token
 
     static void grow(std::vector<float>& v, std::size_t n) {
         if (v.size() < n) v.resize(n);
@@ -65,8 +96,8 @@ struct ffn_workspace {
 namespace detail {
 template <class T>
 inline constexpr bool is_moe_v = false;
-template <dim_t E, dim_t K, class F>
-inline constexpr bool is_moe_v<MoE<E, K, F>> = true;
+template <dim_t E, dim_t K, class F, class R, class S, class D>
+inline constexpr bool is_moe_v<MoE<E, K, F, R, S, D>> = true;
 
 inline void add_bias(float* y, std::size_t ld, std::size_t n_tok, const float* b, std::size_t n) noexcept {
     if (!b) return;
@@ -116,27 +147,74 @@ void feed_forward(const ffn_weights_t<FFN>& w, const float* x, std::size_t ldx, 
         detail::dense_ffn<FFN>(w, x, ldx, n_tok, y, ldy, ws, pool);
     } else {
         using Expert = typename FFN::expert;
+        if (w.dense) { // a leading dense layer of the model
+            detail::dense_ffn<Expert>(w.dense_ffn, x, ldx, n_tok, y, ldy, ws, pool);
+            return;
+        }
         const std::size_t E = w.experts.size(), K = w.n_used, n_embd = w.n_embd();
         ffn_workspace::grow(ws.logits, n_tok * E);
         kernels::matmul(w.router, x, ldx, n_tok, ws.logits.data(), E, pool);
         if (ws.sel.size() < n_tok * K) ws.sel.resize(n_tok * K);
         ffn_workspace::grow(ws.sel_w, n_tok * K);
+        ffn_workspace::grow(ws.score, E);
+        constexpr float neg_inf = -std::numeric_limits<float>::infinity();
         for (std::size_t t = 0; t < n_tok; ++t) {
             float* r = ws.logits.data() + t * E;
-            kernels::softmax(r, E);
-            // top K by probability, lower index first on ties
+            if (w.router_bias)
+                for (std::size_t e = 0; e < E; ++e) r[e] += w.router_bias[e];
+            if (w.gating == moe_gating::softmax)
+                kernels::softmax(r, E);
+            else if (w.gating == moe_gating::sigmoid)
+                for (std::size_t e = 0; e < E; ++e) r[e] = 1.f / (1.f + std::exp(-r[e]));
+            // the selection score: the gated values, plus the selection bias (DeepSeek-V3)
+            const float* s = r;
+            if (w.select_bias || w.n_group > 1) {
+                float* sc = ws.score.data();
+                for (std::size_t e = 0; e < E; ++e) sc[e] = r[e] + (w.select_bias ? w.select_bias[e] : 0.f);
+                if (w.n_group > 1) { // a group scores the sum of its best two; the others are out
+                    const std::size_t per = E / w.n_group;
+                    float gs[64];
+                    bool keep[64] = {};
+                    for (std::size_t g = 0; g < w.n_group; ++g) {
+                        float a = neg_inf, b = neg_inf;
+                        for (std::size_t e = g * per; e < (g + 1) * per; ++e) {
+                            if (sc[e] > a) { b = a; a = sc[e]; }
+                            else if (sc[e] > b) b = sc[e];
+                        }
+                        gs[g] = per >= 2 ? a + b : a;
+                    }
+                    for (std::size_t k = 0; k < w.n_group_used; ++k) {
+                        std::size_t best = w.n_group;
+                        for (std::size_t g = 0; g < w.n_group; ++g)
+                            if (!keep[g] && (best == w.n_group || gs[g] > gs[best])) best = g;
+                        keep[best] = true;
+                    }
+                    for (std::size_t g = 0; g < w.n_group; ++g)
+                        if (!keep[g]) std::fill(sc + g * per, sc + (g + 1) * per, neg_inf);
+                }
+                s = sc;
+            }
+            // top K by the selection score, lower index first on ties
             for (std::size_t k = 0; k < K; ++k) {
                 std::size_t best = E;
                 for (std::size_t e = 0; e < E; ++e) {
                     bool taken = false;
                     for (std::size_t q = 0; q < k; ++q) taken |= ws.sel[t * K + q] == e;
-                    if (!taken && (best == E || r[e] > r[best])) best = e;
+                    if (!taken && (best == E || s[e] > s[best])) best = e;
                 }
                 ws.sel[t * K + k] = best;
             }
-            float sum = 0.f;
-            for (std::size_t k = 0; k < K; ++k) sum += r[ws.sel[t * K + k]];
-            for (std::size_t k = 0; k < K; ++k) ws.sel_w[t * K + k] = r[ws.sel[t * K + k]] / sum;
+            float* wt = ws.sel_w.data() + t * K;
+            for (std::size_t k = 0; k < K; ++k) wt[k] = r[ws.sel[t * K + k]];
+            if (w.gating == moe_gating::softmax_of_top_k) kernels::softmax(wt, K);
+            if (w.normalise) {
+                float sum = 0.f;
+                for (std::size_t k = 0; k < K; ++k) sum += wt[k];
+                sum = std::max(sum, 6.103515625e-5f); // as llama.cpp: the smallest normal half
+                for (std::size_t k = 0; k < K; ++k) wt[k] = wt[k] / sum;
+            }
+            if (w.scale != 0.f && w.scale != 1.f)
+                for (std::size_t k = 0; k < K; ++k) wt[k] *= w.scale;
         }
         for (std::size_t t = 0; t < n_tok; ++t) std::fill(y + t * ldy, y + t * ldy + n_embd, 0.f);
         // run each expert once over all the rows routed to it
@@ -158,6 +236,18 @@ void feed_forward(const ffn_weights_t<FFN>& w, const float* x, std::size_t ldx, 
             detail::dense_ffn<Expert>(w.experts[e], ws.xg.data(), n_embd, m, ws.yg.data(), n_embd, ws, pool);
             for (std::size_t r = 0; r < m; ++r)
                 kernels::axpy(n_embd, ws.row_w[r], ws.yg.data() + r * n_embd, y + ws.rows[r] * ldy);
+        }
+        if (w.has_shared) { // the shared expert over every row, times its gate when it has one
+            detail::dense_ffn<Expert>(w.shared, x, ldx, n_tok, ws.yg.data(), n_embd, ws, pool);
+            for (std::size_t t = 0; t < n_tok; ++t) {
+                float g = 1.f;
+                if (w.shared_gate) {
+                    float z = 0.f;
+                    for (std::size_t i = 0; i < n_embd; ++i) z += w.shared_gate[i] * x[t * ldx + i];
+                    g = 1.f / (1.f + std::exp(-z));
+                }
+                kernels::axpy(n_embd, g, ws.yg.data() + t * n_embd, y + t * ldy);
+            }
         }
     }
 }

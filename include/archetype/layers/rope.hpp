@@ -21,6 +21,7 @@ struct rope_params {
     // YaRN (ext_factor 0 = off)
     float ext_factor = 0.f, attn_factor = 1.f, beta_fast = 32.f, beta_slow = 1.f;
     std::size_t n_ctx_orig = 0;
+    bool yarn_round = true;            // YaRN's correction range rounded outward (floor / ceil), as ggml
     // per rotated pair i: its frequency is divided by freq_factors[i] (Llama-3 scaling,
     // LongRoPE: the file's rope_freqs.weight); null = 1
     const float* freq_factors = nullptr;
@@ -53,8 +54,12 @@ inline void rope_tables(const rope_params& p, const std::int64_t* pos, std::size
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
     float corr[2] = {0.f, 0.f};
     if (p.ext_factor != 0.f) {
-        const float start = std::floor(detail::yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast, p.freq_base));
-        const float end = std::ceil(detail::yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_slow, p.freq_base));
+        float start = detail::yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast, p.freq_base);
+        float end = detail::yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_slow, p.freq_base);
+        if (p.yarn_round) { // transformers' truncate: false keeps them (gpt-oss)
+            start = std::floor(start);
+            end = std::ceil(end);
+        }
         corr[0] = std::max(0.f, start);
         corr[1] = std::min(float(p.n_rot - 1), end);
     }

@@ -31,6 +31,7 @@
 #include "archetype/policies/mixer.hpp"
 #include "archetype/policies/mixers/hybrid.hpp"
 #include "archetype/policies/mixers/parallel.hpp"
+#include "archetype/policies/mixers/mla.hpp"
 #include "archetype/policies/mixers/rwkv7.hpp"
 #include "archetype/policies/mixers/short_conv.hpp"
 #include "archetype/policies/multipliers.hpp"
@@ -138,9 +139,10 @@ struct Decoder {
     static constexpr dim_t head_dim = heads::head_dim;
     static constexpr bool static_heads = n_head != dynamic && n_head_kv != dynamic && head_dim != dynamic;
 
-    /// Bytes of K and V (float32 cells) one token adds to one layer's cache.
+    /// Bytes of K and V (float32 cells) one token adds to one layer's cache (K only where the
+    /// mixer's values are a prefix of its keys: multi-head latent attention).
     static constexpr std::size_t kv_bytes_per_token_per_layer(std::size_t n_kv, std::size_t hd) noexcept {
-        return 2 * n_kv * hd * sizeof(float);
+        return (detail::mixer_values_in_keys<mixer> ? 1 : 2) * n_kv * hd * sizeof(float);
     }
     /// Attention FLOPs one token spends per layer per attended key (QK^T and AV).
     static constexpr std::size_t attention_flops_per_key_per_layer(std::size_t n_q, std::size_t hd) noexcept {

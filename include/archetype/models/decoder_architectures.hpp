@@ -8,6 +8,7 @@
 #include "archetype/models/presets/bloom.hpp"
 #include "archetype/models/presets/cohere2.hpp"
 #include "archetype/models/presets/command_r.hpp"
+#include "archetype/models/presets/deepseek2.hpp"
 #include "archetype/models/presets/ernie4_5.hpp"
 #include "archetype/models/presets/exaone4.hpp"
 #include "archetype/models/presets/falcon.hpp"
@@ -15,19 +16,25 @@
 #include "archetype/models/presets/gemma2.hpp"
 #include "archetype/models/presets/gemma3.hpp"
 #include "archetype/models/presets/glm4.hpp"
+#include "archetype/models/presets/glm4moe.hpp"
 #include "archetype/models/presets/gpt2.hpp"
 #include "archetype/models/presets/gptneox.hpp"
+#include "archetype/models/presets/gpt_oss.hpp"
 #include "archetype/models/presets/granite.hpp"
+#include "archetype/models/presets/granitemoe.hpp"
 #include "archetype/models/presets/hunyuan_dense.hpp"
 #include "archetype/models/presets/lfm2.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/mistral3.hpp"
+#include "archetype/models/presets/mixtral.hpp"
 #include "archetype/models/presets/olmo2.hpp"
 #include "archetype/models/presets/olmo3.hpp"
+#include "archetype/models/presets/olmoe.hpp"
 #include "archetype/models/presets/phi2.hpp"
 #include "archetype/models/presets/phi3.hpp"
 #include "archetype/models/presets/qwen2.hpp"
+#include "archetype/models/presets/qwen2moe.hpp"
 #include "archetype/models/presets/qwen3.hpp"
 #include "archetype/models/presets/qwen3moe.hpp"
 #include "archetype/models/presets/seed_oss.hpp"
@@ -40,7 +47,7 @@ namespace archetype {
 
 /// Entries with the same name are tried in order: the first whose accepts() holds wins.
 using decoder_architectures =
-    architecture_list<presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
+    architecture_list<presets::mixtral_architecture, presets::llama_architecture, presets::llama_swa_architecture, presets::mellum_swa_architecture,
                       presets::mellum_architecture, presets::gemma3_architecture, presets::qwen2_architecture,
                       presets::qwen3_architecture, presets::qwen3moe_architecture, presets::stablelm_architecture,
                       presets::starcoder2_architecture, presets::starcoder2_swa_architecture,
@@ -53,6 +60,9 @@ using decoder_architectures =
                       presets::seed_oss_architecture, presets::arcee_architecture, presets::glm4_architecture,
                       presets::hunyuan_dense_architecture, presets::exaone4_architecture,
                       presets::cohere2_architecture, presets::falcon_40b_architecture, presets::falcon_architecture,
-                      presets::apertus_architecture, presets::mistral3_architecture>;
+                      presets::apertus_architecture, presets::mistral3_architecture,
+                      presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
+                      presets::glm4moe_architecture, presets::gpt_oss_architecture,
+                      presets::deepseek2_architecture>;
 
 } // namespace archetype

@@ -206,6 +206,10 @@ public:
         if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent)");
         s += describe_line("KV cache", std::to_string(hybrid ? f.cache_bytes / d.n_layer * kv_layers : f.cache_bytes) +
                                            " bytes per sequence at the training context");
+        // a mixer that says more about its cache (MLA: the latent row against decompressed heads)
+        if constexpr (requires { mixer_impl<typename D::mixer>::describe_cache(layers_v_[0].attn); })
+            if (!layers_v_.empty())
+                s += describe_line("KV per token", mixer_impl<typename D::mixer>::describe_cache(layers_v_[range_.first].attn));
         if (state_floats)
             s += describe_line("state", std::to_string(state_floats * sizeof(float)) +
                                             " bytes per sequence (recurrent mixers, any context)");
@@ -364,13 +368,14 @@ private:
                               std::to_string(t.ne[0]) + " columns, not a multiple of its block size");
     }
 
+    template <class P>
     layers::ffn_weights dense_ffn(binder& b, const std::string& blk, std::size_t n_embd, std::size_t n_ff) {
-        if constexpr (requires { ffn_impl<ffn_policy>::bind(b, blk, n_embd, n_ff); }) {
-            return ffn_impl<ffn_policy>::bind(b, blk, n_embd, n_ff); // a policy with its own tensors
+        if constexpr (requires { ffn_impl<P>::bind(b, blk, n_embd, n_ff); }) {
+            return ffn_impl<P>::bind(b, blk, n_embd, n_ff); // a policy with its own tensors
         } else {
             layers::ffn_weights w;
             // a gated block whose gate and up are one ffn_up of 2 x n_ff rows (Phi-3), gate first
-            const bool fused = ffn_policy::gated && !file_->find_tensor(blk + "ffn_gate.weight") &&
+            const bool fused = P::gated && !file_->find_tensor(blk + "ffn_gate.weight") &&
                                file_->find_tensor(blk + "ffn_up.weight") &&
                                file_->tensor(blk + "ffn_up.weight").ne.size() >= 2 &&
                                file_->tensor(blk + "ffn_up.weight").ne[1] == 2 * n_ff;
@@ -382,7 +387,7 @@ private:
                     w.up_bias = bias + n_ff;
                 }
             } else {
-                if constexpr (ffn_policy::gated) {
+                if constexpr (P::gated) {
                     w.gate = b.matrix(blk + "ffn_gate.weight", n_embd, n_ff);
                     w.gate_bias = b.optional_vector_f32(blk + "ffn_gate.bias", n_ff);
                 }
@@ -392,8 +397,8 @@ private:
             w.down = b.matrix(blk + "ffn_down.weight", n_ff, n_embd);
             w.down_bias = b.optional_vector_f32(blk + "ffn_down.bias", n_embd);
             // an activation with parameters per layer reads them from the file (XieluMLP)
-            if constexpr (requires { ffn_impl<ffn_policy>::bind_activation(b, w.act); })
-                ffn_impl<ffn_policy>::bind_activation(b, w.act);
+            if constexpr (requires { ffn_impl<P>::bind_activation(b, w.act); })
+                ffn_impl<P>::bind_activation(b, w.act);
             return w;
         }
     }
@@ -403,7 +408,38 @@ private:
         if (gated) w.gate = b.expert(blk + "ffn_gate_exps.weight", n_embd, n_ff, n_exp, e);
         w.up = b.expert(blk + "ffn_up_exps.weight", n_embd, n_ff, n_exp, e);
         w.down = b.expert(blk + "ffn_down_exps.weight", n_ff, n_embd, n_exp, e);
+        // per-expert biases [rows, n_expert] (gpt-oss), bound whenever the file has them
+        auto bias = [&](const std::string& name, std::size_t rows) -> const float* {
+            if (!b.file().find_tensor(name)) return nullptr;
+            const auto& t = b.tensor(name, {rows, n_exp});
+            if (t.type != ggml_type::F32)
+                throw shape_error("tensor '" + name + "' is " + std::string(type_name(t.type)) + ", expected F32");
+            return reinterpret_cast<const float*>(t.data) + e * rows;
+        };
+        if (gated) w.gate_bias = bias(blk + "ffn_gate_exps.bias", n_ff);
+        w.up_bias = bias(blk + "ffn_up_exps.bias", n_ff);
+        w.down_bias = bias(blk + "ffn_down_exps.bias", n_embd);
         return w;
+    }
+    /// Layer il's mixture of experts: a dense block on the policy's leading dense layers,
+    /// else the router (with its rule), the experts and the shared expert.
+    void bind_moe(binder& b, const std::string& blk, std::size_t il, std::size_t n_dense, const arch::llama_hparams& h,
+                  std::size_t n_ff, layers::moe_weights& M) {
+        using F = ffn_policy;
+        const std::size_t E = h.n_embd;
+        if (il < n_dense) {
+            M.dense = true;
+            M.dense_ffn = dense_ffn<typename F::expert>(b, blk, E, h.n_ff);
+            return;
+        }
+        M.router = b.matrix(blk + "ffn_gate_inp.weight", E, h.n_expert);
+        M.router_bias = b.optional_vector_f32(blk + "ffn_gate_inp.bias", h.n_expert);
+        M.n_used = h.n_expert_used;
+        router_impl<typename F::router>::bind(b, blk, M);
+        M.experts.resize(h.n_expert);
+        for (std::size_t e = 0; e < h.n_expert; ++e)
+            M.experts[e] = expert_ffn(b, blk, E, n_ff, h.n_expert, e, F::expert::gated);
+        shared_expert_impl<typename F::shared>::bind(b, blk, E, h.n_ff, n_ff, M);
     }
 
     void init(const decoder_options& opt) {
@@ -474,7 +510,10 @@ private:
         if (last_stage) output_bias_ = b.optional_vector_f32("output.bias", h.n_vocab);
         logits_impl<typename D::logits>::bind(b, logits_w_);
         constexpr bool moe = layers::detail::is_moe_v<ffn_policy>;
-        const bool file_moe = file_->find_tensor("blk.0.ffn_gate_exps.weight") || file_->find_tensor("blk.0.ffn_up_exps.weight");
+        // a layer with experts (the first layers of DeepSeek / GLM-4.5 may be dense)
+        const bool file_moe = std::any_of(file_->tensors().begin(), file_->tensors().end(), [](const auto& t) {
+            return t.name.ends_with(".ffn_gate_exps.weight") || t.name.ends_with(".ffn_up_exps.weight");
+        });
         if (file_moe && h.n_expert == 0)
             throw shape_error("the file has expert tensors but no " + h.arch + ".expert_count");
         std::size_t n_ff = file_moe ? h.n_ff_exp : h.n_ff;
@@ -502,6 +541,8 @@ private:
                                   std::to_string(h.n_expert) + " experts: use MoE<E, K, " + ffn_policy::describe() + ">");
         }
 
+        std::size_t n_dense = 0; // the feed-forward's leading dense layers
+        if constexpr (moe) n_dense = dense_layers_impl<typename ffn_policy::dense>::leading(b);
         layers_v_.resize(h.n_layer);
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const std::string blk = "blk." + std::to_string(il) + ".";
@@ -511,17 +552,12 @@ private:
             block_impl<typename D::block>::template bind<D>(b, il, blk, static_cast<block_weights&>(L), eps);
             mixer_impl<typename D::mixer>::bind(b, blk, L.attn);
             if constexpr (moe) {
-                auto& M = L.ffn;
-                M.router = b.matrix(blk + "ffn_gate_inp.weight", E, h.n_expert);
-                M.n_used = h.n_expert_used;
-                M.experts.resize(h.n_expert);
-                for (std::size_t e = 0; e < h.n_expert; ++e)
-                    M.experts[e] = expert_ffn(b, blk, E, n_ff, h.n_expert, e, ffn_policy::expert::gated);
+                bind_moe(b, blk, il, n_dense, h, n_ff, L.ffn);
             } else if (file_moe) {
                 b.ignore(blk + "ffn_gate_inp.weight"); // one expert: its routing weight is 1
                 L.ffn = expert_ffn(b, blk, E, n_ff, 1, 0, ffn_policy::gated);
             } else {
-                L.ffn = dense_ffn(b, blk, E, n_ff);
+                L.ffn = dense_ffn<ffn_policy>(b, blk, E, n_ff);
             }
         }
         check_all_bound();

@@ -6,12 +6,15 @@
 //   not gated  apply(up, n):       up[i] = act(up[i])
 // Tensors of a dense block (layers::bind_dense_ffn): blk.N.ffn_{gate,up,down}.weight,
 // optional ffn_{gate,up,down}.bias.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/kernels/activation.hpp"
 #include "archetype/policies/impl.hpp"
+#include "archetype/policies/moe.hpp"
 
 namespace archetype {
 
@@ -99,15 +102,43 @@ struct ffn_impl<ReluSquaredMLPWith<H>> {
     }
 };
 
+/// gpt-oss's clamped SwiGLU (ggml's swiglu_oai, alpha 1.702, limit 7):
+/// g = min(gate, 7), out = g * sigmoid(1.702 g) * (clamp(up, -7, 7) + 1)
+template <dim_t Hidden = dynamic>
+struct SwigluOaiWith {
+    using axis = archetype::axis::ffn;
+    static constexpr std::string_view name = "SwigluOai";
+    static constexpr dim_t hidden = Hidden;
+    static constexpr bool gated = true;
+    static std::string describe() { return "SwigluOai(alpha 1.702, limit 7)"; }
+};
+using SwigluOai = SwigluOaiWith<>;
+template <dim_t H>
+struct ffn_impl<SwigluOaiWith<H>> {
+    static void apply(float* gate, const float* up, std::size_t n) noexcept {
+        constexpr float alpha = 1.702f, limit = 7.f;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float x = std::min(gate[i], limit), y = std::clamp(up[i], -limit, limit);
+            gate[i] = x / (1.f + std::exp(alpha * (-x))) * (y + 1.f);
+        }
+    }
+};
+
 /// Mixture of experts: a router picks the top K of E experts per token, their
-/// outputs weighted by the softmax of the selected router logits (renormalised,
-/// as Mixtral). A 1-expert MoE equals the dense FFN.
-template <dim_t E, dim_t K, class FFN = SwiGLU>
+/// outputs weighted as the Router says (default: the softmax of the router logits,
+/// renormalised over the K, as Mixtral; policies/moe.hpp has the others), plus a
+/// Shared expert (NoSharedExpert, SharedExpert, SigmoidGatedSharedExpert) and, with
+/// LeadingDenseLayers, dense first layers. A 1-expert MoE equals the dense FFN.
+template <dim_t E, dim_t K, class FFN = SwiGLU, class Router = SoftmaxRouter<>, class Shared = NoSharedExpert,
+          class Dense = NoDenseLayers>
 struct MoE {
     using axis = archetype::axis::ffn;
     static constexpr std::string_view name = "MoE";
     static constexpr dim_t experts = E, top_k = K;
     using expert = FFN;
+    using router = Router;
+    using shared = Shared;
+    using dense = Dense;
     static constexpr bool gated = FFN::gated;
     static_assert(std::is_same_v<axis_of_t<FFN>, archetype::axis::ffn>,
                   "archetype: MoE<E, K, FFN>: FFN must be a feed-forward policy such as SwiGLU");
@@ -115,7 +146,11 @@ struct MoE {
                   "archetype: MoE<E, K, FFN> needs 1 <= K <= E (top-K of E experts)");
     static std::string describe() {
         auto d = [](dim_t x) { return x == dynamic ? std::string("dynamic") : std::to_string(x); };
-        return "MoE<" + d(E) + ", " + d(K) + ", " + FFN::describe() + ">";
+        std::string s = "MoE<" + d(E) + ", " + d(K) + ", " + FFN::describe();
+        if constexpr (!std::is_same_v<Router, SoftmaxRouter<>>) s += ", " + Router::describe();
+        if constexpr (!std::is_same_v<Shared, NoSharedExpert>) s += ", " + Shared::describe();
+        if constexpr (!std::is_same_v<Dense, NoDenseLayers>) s += ", " + Dense::describe();
+        return s + ">";
     }
 };
 

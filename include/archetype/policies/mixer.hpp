@@ -88,7 +88,8 @@ struct side_channel {
 /// The tensors of one attention block (blk.N. prefix given): attn_{q,k,v,output}.weight
 /// (or one fused attn_qkv.weight [+ .bias], split by rows into Q, K, V),
 /// the optional biases attn_{q,k,v,output}.bias (Qwen2, StableLM, GPT-2 ...; bound
-/// whenever the file has them, llama.cpp's TENSOR_NOT_REQUIRED), and the QK norms
+/// whenever the file has them, llama.cpp's TENSOR_NOT_REQUIRED), the optional attention
+/// sinks attn_sinks.weight [n_head] (gpt-oss), and the QK norms
 /// attn_{q,k}_norm.weight as the policy's qk_norm says.
 template <qk_norm QKNorm>
 struct mixer_impl<SelfAttentionWith<QKNorm>> {
@@ -106,6 +107,10 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
             throw shape_error(b.prefix() + "attention.head_count_kv[" + std::to_string(b.layer_index()) +
                               "] = 0: layer " + std::to_string(b.layer_index()) + " has no attention; compose its "
                               "mixer per layer (HybridMixer<SelfAttention, ShortConv>, policies/mixers/hybrid.hpp)");
+        if (b.keys().head_dim_v != d.head_dim)
+            throw shape_error(b.prefix() + "attention.value_length = " + std::to_string(b.keys().head_dim_v) +
+                              " differs from key_length = " + std::to_string(d.head_dim) +
+                              " (not supported by SelfAttention; multi-head latent attention files: MultiHeadLatentAttention)");
         const std::size_t E = d.n_embd, qw = d.n_head * d.head_dim, kw = d.n_head_kv * d.head_dim, hd = d.head_dim;
         if (b.file().find_tensor(blk + "attn_qkv.weight")) {
             // one fused projection [E, qw + 2 kw] (GPT-2, Phi-3, BLOOM): Q, K, V are its row ranges.
@@ -135,6 +140,8 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
         }
         w.wo = b.matrix(blk + "attn_output.weight", qw, E);
         w.bo = b.optional_vector_f32(blk + "attn_output.bias", E);
+        // attention sinks (gpt-oss): one logit per head in each softmax's denominator
+        w.sinks = b.optional_vector_f32(blk + "attn_sinks.weight", d.n_head);
         const auto* qn = b.file().find_tensor(blk + "attn_q_norm.weight");
         if constexpr (QKNorm == qk_norm::none) {
             if (qn) throw shape_error("SelfAttentionWith<qk_norm::none> but the file has " + blk + "attn_q_norm.weight");

@@ -105,6 +105,7 @@ public:
         chunk_ = std::min(opt_.n_ubatch, cache_impl_t::chunk_limit(g));
         g.n_ubatch = chunk_;
         auto layout = cache_impl_t::layout(g);
+        layout.k_only = detail::mixer_values_in_keys<mixer>; // MLA: values are a prefix of the keys
         // a layer whose mixer keeps no KV cells (a hybrid's recurrent layer) gets none
         for (std::size_t i = 0; i < range_.count; ++i)
             if (!detail::mixer_keeps_kv<mixer>(m.layer_at(range_.first + i).attn)) layout.cells[i] = 0;
@@ -417,8 +418,12 @@ private:
     // no forward pass allocates afterwards.
     void warm_up() {
         const auto& hp = m_->hparams();
-        const std::size_t n_ff = hp.dims.n_ff, E = hp.dims.n_embd, X = std::max<std::size_t>(1, hp.dims.n_expert);
+        std::size_t n_ff = hp.dims.n_ff; // the widest block of the held layers (experts, shared, dense)
+        for (std::size_t il = range_.first; il <= range_.last(); ++il)
+            n_ff = std::max(n_ff, layers::hidden_max(m_->layer_at(il).ffn));
+        const std::size_t E = hp.dims.n_embd, X = std::max<std::size_t>(1, hp.dims.n_expert);
         auto& w = ws_;
+        layers::ffn_workspace::grow(w.score, X);
         layers::ffn_workspace::grow(w.a, rows_ * n_ff);
         layers::ffn_workspace::grow(w.b, rows_ * n_ff);
         layers::ffn_workspace::grow(w.logits, rows_ * X);
@@ -435,7 +440,10 @@ private:
 
     /// Layer il's attention for one sequence's rows: the cache policy keeps the
     /// new keys / values and runs attention over what a query may see.
-    void attend(std::size_t il, const group& gr) {
+    /// v_dim: values are the first v_dim floats of each key row and the output heads that
+    /// wide (multi-head latent attention; 0: values of their own, head_dim wide); scale: the
+    /// score scale (0: the model's).
+    void attend(std::size_t il, const group& gr, const float* sinks = nullptr, std::size_t v_dim = 0, float scale = 0.f) {
         const auto& hp = m_->hparams();
         const auto& ad = hp.attn;
         const std::size_t qw = ad.q_width(), kw = ad.kv_width();
@@ -445,20 +453,23 @@ private:
         st.p0 = pos_[gr.row];
         st.n = gr.n;
         st.k = k_.data() + gr.row * kw;
-        st.v = v_.data() + gr.row * kw;
+        st.v = v_dim ? st.k : v_.data() + gr.row * kw;
         st.ld = kw;
         st.window = hp.windowed[il] ? std::int64_t(hp.window) : 0;
         auto& p = st.params;
         p.n_head = ad.n_head;
         p.n_head_kv = ad.n_head_kv;
         p.head_dim = ad.head_dim;
-        p.scale = ad.scale;
+        p.scale = scale != 0.f ? scale : ad.scale;
+        p.v_dim = v_dim;
         p.softcap = ad.softcap;
+        p.sinks = sinks;
         p.q = q_.data() + gr.row * qw;
         p.ldq = qw;
         p.n_q = gr.n;
-        p.out = ao_.data() + gr.row * qw;
-        p.ldo = qw;
+        const std::size_t ow = v_dim ? ad.n_head * v_dim : qw;
+        p.out = ao_.data() + gr.row * ow;
+        p.ldo = ow;
         cache_impl_t::attend(cache_, cache_scratch_, st,
                              [&](const kernels::attention_params& ap, auto&& visible, auto&& range, auto&& key_pos) {
                                  attention_at(il, ap, visible, range, st.p0, key_pos);
@@ -558,9 +569,24 @@ private:
                     const float f = pos_impl::query_scale(s.m_->positions(), s.pos_[i]);
                     for (float* q = s.q_.data() + i * qw; q != s.q_.data() + (i + 1) * qw; ++q) *q *= f;
                 }
-            for (const auto& g : s.groups_) s.attend(il, g);
+            for (const auto& g : s.groups_) s.attend(il, g, w.sinks);
             kernels::matmul(w.wo, s.ao_.data(), qw, n, out, E, s.pool_.get());
             layers::detail::add_row_bias(out, E, n, w.bo, E);
+        }
+        /// For an attention mixer that projects its own rows (MultiHeadLatentAttention): the
+        /// session's query rows [n x n_head*head_dim], key rows [n x n_head_kv*head_dim] and
+        /// attention output rows; rotate() rotates n_heads heads (head_stride apart) of the n rows
+        /// at x (ld apart) with this layer's RoPE; attend_latent() runs the cache policy's
+        /// attention of queries() over this layer's cells, keys() stored, values the first
+        /// v_dim floats of each key row, into attention_out() [n x n_head*v_dim].
+        float* queries() noexcept { return s.q_.data(); }
+        float* keys() noexcept { return s.k_.data(); }
+        float* attention_out() noexcept { return s.ao_.data(); }
+        void rotate(float* x, std::size_t ld, std::size_t n_heads, std::size_t head_stride) noexcept {
+            if (rope) layers::apply_rope(*rope, x, ld, n, n_heads, head_stride, s.cos_.data(), s.sin_.data());
+        }
+        void attend_latent(std::size_t v_dim, float scale) {
+            for (const auto& g : s.groups_) s.attend(il, g, nullptr, v_dim, scale);
         }
         void ffn(const float* in, float* out) {
             const std::size_t E = s.m_->n_embd();

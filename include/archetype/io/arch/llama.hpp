@@ -125,10 +125,9 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
         throw format_error(a + "embedding_length = " + std::to_string(h.n_embd) +
                            " is not a multiple of head_count = " + std::to_string(h.n_head));
     h.head_dim = opt("attention.key_length", h.n_embd / h.n_head, 65536);
+    // a value_length other than key_length is the mixer's to accept (multi-head latent
+    // attention's values are a prefix of its keys) or refuse (SelfAttention)
     h.head_dim_v = opt("attention.value_length", h.head_dim, 65536);
-    if (h.head_dim_v != h.head_dim)
-        throw shape_error(a + "attention.value_length = " + std::to_string(h.head_dim_v) +
-                          " differs from key_length = " + std::to_string(h.head_dim) + " (not supported)");
     h.n_rot = opt("rope.dimension_count", h.head_dim, 65536);
     if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
         throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +

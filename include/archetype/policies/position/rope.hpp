@@ -26,9 +26,15 @@ namespace detail {
 inline constexpr long long rope_base_from_file = 0;
 }
 
+/// YaRN's correction range [low, high] of rotated pairs: rounded outward to whole pairs
+/// (floor / ceil, ggml's and transformers' default), or kept as computed (transformers'
+/// `truncate: false`, which gpt-oss's configs set; the GGUF has no key for it, so the
+/// family's preset says it).
+enum class yarn_range { rounded, unrounded };
+
 template <long long Base = detail::rope_base_from_file,
           rope_pairing_policy Pairing = rope_pairing_policy::from_file, long long ScaleNum = 1,
-          long long ScaleDen = 1>
+          long long ScaleDen = 1, yarn_range Yarn = yarn_range::rounded>
 struct RoPEWith {
     using axis = archetype::axis::position;
     static constexpr std::string_view name = "RoPE";
@@ -39,15 +45,18 @@ struct RoPEWith {
     static constexpr long long scale_num = ScaleNum, scale_den = ScaleDen;
     static_assert(Base >= 0, "archetype: RoPE::with<Base>: the base must be positive (0 = from the file)");
     static_assert(ScaleNum > 0 && ScaleDen > 0, "archetype: RoPE::with scaling ratio must be positive");
-    template <long long B, rope_pairing_policy P = Pairing, long long N = 1, long long D = 1>
-    using with = RoPEWith<B, P, N, D>;
+    static constexpr yarn_range yarn = Yarn;
+    template <long long B, rope_pairing_policy P = Pairing, long long N = 1, long long D = 1, yarn_range Y = Yarn>
+    using with = RoPEWith<B, P, N, D, Y>;
     static std::string describe() {
-        if (Base == 0 && Pairing == rope_pairing_policy::from_file && ScaleNum == ScaleDen) return "RoPE";
+        if (Base == 0 && Pairing == rope_pairing_policy::from_file && ScaleNum == ScaleDen && Yarn == yarn_range::rounded)
+            return "RoPE";
         std::string s = "RoPE(base " + (Base == 0 ? std::string("from file") : std::to_string(Base));
         s += Pairing == rope_pairing_policy::adjacent ? ", adjacent pairs"
              : Pairing == rope_pairing_policy::neox  ? ", neox pairs"
                                                      : ", pairing from file";
         if (ScaleNum != ScaleDen) s += ", scale " + std::to_string(ScaleNum) + "/" + std::to_string(ScaleDen);
+        if (Yarn == yarn_range::unrounded) s += ", YaRN range not rounded";
         return s + ")";
     }
 };
@@ -55,10 +64,12 @@ struct RoPEWith {
 using RoPE = RoPEWith<>;
 /// RoPE rotating halves (x[i], x[i + n/2]): Hugging Face's layout (Qwen, Gemma, Mellum).
 using RoPENeox = RoPEWith<detail::rope_base_from_file, rope_pairing_policy::neox>;
+/// NeoX RoPE whose YaRN correction range is not rounded (gpt-oss, transformers' truncate: false).
+using RoPENeoxYarnUnrounded = RoPEWith<detail::rope_base_from_file, rope_pairing_policy::neox, 1, 1, yarn_range::unrounded>;
 
-template <long long Base, rope_pairing_policy Pairing, long long ScaleNum, long long ScaleDen>
-struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
-    using policy = RoPEWith<Base, Pairing, ScaleNum, ScaleDen>;
+template <long long Base, rope_pairing_policy Pairing, long long ScaleNum, long long ScaleDen, yarn_range Yarn>
+struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen, Yarn>> {
+    using policy = RoPEWith<Base, Pairing, ScaleNum, ScaleDen, Yarn>;
     struct weights {};
     struct state {};
 
@@ -89,6 +100,7 @@ struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen>> {
         r.beta_fast = h.yarn_beta_fast;
         r.beta_slow = h.yarn_beta_slow;
         r.n_ctx_orig = h.rope_n_ctx_orig;
+        r.yarn_round = Yarn == yarn_range::rounded;
         // YaRN's magnitude: ggml multiplies cos/sin by attn_factor (1 + 0.1 ln f); with
         // rope.scaling.yarn_log_multiplier = k (transformers' mscale_all_dim, mscale 1) the
         // product must be m(f, 1) / m(f, k), m(f, k) = 1 + 0.1 k ln f, as llama.cpp's

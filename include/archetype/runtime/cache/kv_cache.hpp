@@ -30,6 +30,8 @@ struct kv_layout {
     std::vector<std::size_t> cells; // per layer: cells per sequence
     std::size_t tracked = 0;        // cells per sequence whose held position is recorded (0 = none)
     bool half = false;              // elements are IEEE half instead of float32
+    bool k_only = false;            // keys only: a value row is a prefix of its key row (MLA's latent cache)
+    std::size_t blocks() const noexcept { return k_only ? 1 : 2; } // K (and V) blocks per kv head
 };
 
 /// A copy of one sequence's cells (kv_cache::save), to restore later into the same
@@ -59,7 +61,7 @@ public:
         std::size_t off = 0;
         for (std::size_t il = 0; il < layout_.n_layer; ++il) {
             offsets_.push_back(off);
-            off += 2 * layout_.n_head_kv * layout_.cells[il] * layout_.head_dim;
+            off += layout_.blocks() * layout_.n_head_kv * layout_.cells[il] * layout_.head_dim;
         }
         elements_per_seq_ = off;
     }
@@ -87,28 +89,28 @@ public:
         return seqs_[s].data.data() + offsets_[il] + g * cells(il) * layout_.head_dim;
     }
     float* v(std::size_t s, std::size_t il, std::size_t g) noexcept {
-        return k(s, il, g) + layout_.n_head_kv * cells(il) * layout_.head_dim;
+        return layout_.k_only ? k(s, il, g) : k(s, il, g) + layout_.n_head_kv * cells(il) * layout_.head_dim;
     }
     /// The same blocks in the half layout.
     std::uint16_t* k16(std::size_t s, std::size_t il, std::size_t g) noexcept {
         return seqs_[s].data16.data() + offsets_[il] + g * cells(il) * layout_.head_dim;
     }
     std::uint16_t* v16(std::size_t s, std::size_t il, std::size_t g) noexcept {
-        return k16(s, il, g) + layout_.n_head_kv * cells(il) * layout_.head_dim;
+        return layout_.k_only ? k16(s, il, g) : k16(s, il, g) + layout_.n_head_kv * cells(il) * layout_.head_dim;
     }
     /// Stride between kv heads of layer il.
     std::size_t head_stride(std::size_t il) const noexcept { return cells(il) * layout_.head_dim; }
 
     /// Writes one key row and one value row into cell c of (sequence, layer, kv head),
-    /// rounding to half for a half cache.
+    /// rounding to half for a half cache (a K-only cache writes the key row only).
     void store(std::size_t s, std::size_t il, std::size_t g, std::size_t c, const float* k_row, const float* v_row) {
         const std::size_t hd = layout_.head_dim;
         if (layout_.half) {
             kernels::f32_to_f16(k_row, k16(s, il, g) + c * hd, hd);
-            kernels::f32_to_f16(v_row, v16(s, il, g) + c * hd, hd);
+            if (!layout_.k_only) kernels::f32_to_f16(v_row, v16(s, il, g) + c * hd, hd);
         } else {
             std::memcpy(k(s, il, g) + c * hd, k_row, hd * sizeof(float));
-            std::memcpy(v(s, il, g) + c * hd, v_row, hd * sizeof(float));
+            if (!layout_.k_only) std::memcpy(v(s, il, g) + c * hd, v_row, hd * sizeof(float));
         }
     }
 
@@ -168,7 +170,7 @@ public:
         for (std::size_t il = 0; il < layout_.n_layer; ++il) out.live.push_back(used ? live_cells(il, q.n_past) : 0);
         auto gather = [&](const auto& src, auto& dst) {
             for (std::size_t il = 0; il < layout_.n_layer; ++il)
-                for (std::size_t kv = 0; kv < 2 * layout_.n_head_kv; ++kv) { // K of each head, then V of each
+                for (std::size_t kv = 0; kv < layout_.blocks() * layout_.n_head_kv; ++kv) { // K of each head, then V of each
                     const auto* b = src.data() + offsets_[il] + kv * cells(il) * layout_.head_dim;
                     dst.insert(dst.end(), b, b + out.live[il] * layout_.head_dim);
                 }
@@ -194,7 +196,7 @@ public:
             if (snap.live[il] > cells(il))
                 refuse("holds " + std::to_string(snap.live[il]) + " cells of layer " + std::to_string(il) +
                        ", which has " + std::to_string(cells(il)) + " here (n_ctx)");
-            elements += 2 * layout_.n_head_kv * snap.live[il] * layout_.head_dim;
+            elements += layout_.blocks() * layout_.n_head_kv * snap.live[il] * layout_.head_dim;
         }
         if ((layout_.half ? snap.data16.size() : snap.data.size()) != elements)
             refuse("has " + std::to_string(layout_.half ? snap.data16.size() : snap.data.size()) +
@@ -208,7 +210,7 @@ public:
         auto scatter = [&](const auto& src, auto& dst) {
             const auto* p = src.data();
             for (std::size_t il = 0; il < layout_.n_layer; ++il)
-                for (std::size_t kv = 0; kv < 2 * layout_.n_head_kv; ++kv) {
+                for (std::size_t kv = 0; kv < layout_.blocks() * layout_.n_head_kv; ++kv) {
                     const std::size_t n = snap.live[il] * layout_.head_dim;
                     std::copy(p, p + n, dst.begin() + std::ptrdiff_t(offsets_[il] + kv * cells(il) * layout_.head_dim));
                     p += n;
