@@ -28,6 +28,11 @@ converter wrapper, imported from it):
 Usage:
     /work/venv/bin/python tools/reference/make_zoo_encoder_fixture.py \\
         --llama-cpp /work/peers/llama.cpp --work /work/zoo-work
+
+--family nomic-bert makes tests/data/zoo/nomic-bert/ instead (tools/reference/zoo_families/
+nomic_bert.py: a tiny transformers NomicBertModel with a truncated bert-base-uncased WordPiece
+vocabulary; --bert-vocab names the directory with vocab.txt, --llama-embd a llama.cpp embedding
+harness whose agreement goes into versions.json).
 """
 from __future__ import annotations
 
@@ -153,7 +158,19 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=zoo.REPO / "tests" / "data" / "zoo")
     ap.add_argument("--seed", type=int, default=zoo.SEED)
+    ap.add_argument("--family", choices=[FAMILY, "nomic-bert"], default=FAMILY,
+                    help="nomic-bert: tools/reference/zoo_families/nomic_bert.py")
+    ap.add_argument("--bert-vocab", type=Path, default=None,
+                    help="nomic-bert: a directory with bert-base-uncased's vocab.txt")
+    ap.add_argument("--llama-embd", type=Path, default=None,
+                    help="nomic-bert: a llama.cpp embedding harness (outside the repository) for the agreement")
     args = ap.parse_args()
+    if args.family == "nomic-bert":
+        from zoo_families import nomic_bert
+        if args.bert_vocab is None:
+            args.bert_vocab = nomic_bert.DEFAULT_BERT_VOCAB
+        nomic_bert.make(args, zoo)
+        return
 
     work = args.work.resolve() / FAMILY
     if work.is_relative_to(zoo.REPO):

@@ -6,6 +6,7 @@
 #include "archetype/models/decoder_architectures.hpp"
 #include "archetype/models/presets/bert.hpp"
 #include "archetype/models/presets/modern_bert.hpp"
+#include "archetype/models/presets/nomic_bert.hpp"
 #include "archetype/models/presets/rwkv5.hpp"
 #include "archetype/models/presets/rwkv6.hpp"
 #include "archetype/models/presets/rwkv7.hpp"
@@ -19,11 +20,12 @@ using rwkv_architectures =
                       presets::rwkv6_architecture, presets::rwkv7_architecture>;
 
 /// The encoders (archetype embed).
-using encoder_architectures = architecture_list<presets::bert_architecture, presets::modern_bert_architecture>;
+using encoder_architectures =
+    architecture_list<presets::bert_architecture, presets::modern_bert_architecture, presets::nomic_bert_architecture>;
 
 using default_architectures =
     extend_t<decoder_architectures, presets::rwkv7_bin_architecture, presets::rwkv6_bin_architecture,
              presets::rwkv5_bin_architecture, presets::rwkv6_architecture, presets::rwkv7_architecture,
-             presets::bert_architecture, presets::modern_bert_architecture>;
+             presets::bert_architecture, presets::modern_bert_architecture, presets::nomic_bert_architecture>;
 
 } // namespace archetype

@@ -99,6 +99,11 @@ inline bert_hparams read_encoder_hparams(const gguf::file& f, const gguf_convent
         throw format_error(a + "embedding_length = " + std::to_string(h.n_embd) +
                            " is not a multiple of head_count = " + std::to_string(h.n_head));
     h.head_dim = h.n_embd / h.n_head;
+    // nomic-bert's converter states the head width; the encoder's heads are n_embd / n_head wide
+    for (const char* k : {"attention.key_length", "attention.value_length"})
+        if (const std::size_t v = opt(k, h.head_dim, 65536); v != h.head_dim)
+            throw shape_error(a + k + " = " + std::to_string(v) + ": the encoder's heads are embedding_length / "
+                              "head_count = " + std::to_string(h.head_dim) + " wide");
     h.n_rot = opt("rope.dimension_count", h.head_dim, 65536);
     if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
         throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +
