@@ -11,6 +11,13 @@
 
 namespace zoo_page {
 
+/// The test's argument i after `--` (`what` names it in the message when it is missing).
+inline std::string argument(int i, const char* what) {
+    const auto& mts = boost::unit_test::framework::master_test_suite();
+    BOOST_REQUIRE_MESSAGE(mts.argc > i, "pass " << what << " as argument " << i << " after --");
+    return mts.argv[i];
+}
+
 /// The cells of the row of the page whose first cell is `family`.
 inline std::vector<std::string> table_row(const std::string& path, const std::string& family) {
     std::ifstream f(path);

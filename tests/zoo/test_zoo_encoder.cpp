@@ -41,11 +41,7 @@ using Model = encoder_model<presets::ModernBert>;
 namespace {
 const char* const family = "modern-bert";
 
-std::string argument(int i, const char* what) {
-    const auto& mts = boost::unit_test::framework::master_test_suite();
-    BOOST_REQUIRE_MESSAGE(mts.argc > i, "pass " << what << " as argument " << i << " after --");
-    return mts.argv[i];
-}
+using zoo_page::argument;
 std::string zoo_dir() { return argument(1, "tests/data/zoo") + "/" + family + "/"; }
 
 std::vector<std::int32_t> tokens(int n) {

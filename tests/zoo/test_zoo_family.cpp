@@ -84,11 +84,7 @@ double worst_error(const Model& m, const std::string& suffix = "") {
     return worst;
 }
 
-std::string argument(int i, const char* what) {
-    const auto& mts = boost::unit_test::framework::master_test_suite();
-    BOOST_REQUIRE_MESSAGE(mts.argc > i, "pass " << what << " as argument " << i << " after --");
-    return mts.argv[i];
-}
+using zoo_page::argument;
 
 } // namespace
 

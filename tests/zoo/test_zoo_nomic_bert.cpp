@@ -25,11 +25,7 @@ using Entry = presets::nomic_bert_architecture;
 namespace {
 const char* const family = "nomic-bert";
 
-std::string argument(int i, const char* what) {
-    const auto& mts = boost::unit_test::framework::master_test_suite();
-    BOOST_REQUIRE_MESSAGE(mts.argc > i, "pass " << what << " as argument " << i << " after --");
-    return mts.argv[i];
-}
+using zoo_page::argument;
 std::string zoo_dir() { return argument(1, "tests/data/zoo") + "/" + family + "/"; }
 std::vector<std::int32_t> tokens(int n) {
     return fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_" + std::to_string(n) + ".i32.bin");

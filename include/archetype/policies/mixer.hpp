@@ -42,14 +42,20 @@ struct SelfAttentionWith {
 using SelfAttention = SelfAttentionWith<>;
 
 namespace detail {
-/// Whether the layer being bound attends: false where the file's
-/// {arch}.attention.head_count_kv is a per-layer array whose entry is 0 (a recurrent layer
-/// of a hybrid; the reader has checked the array's length and values).
+/// The file's {arch}.attention.head_count_kv per layer when it is an array (a hybrid's file:
+/// 0 marks a layer without attention; the reader has checked its length and values), else
+/// empty (one count for every layer).
+template <class Binder>
+std::vector<std::uint64_t> kv_heads_per_layer(Binder& b) {
+    const std::string key = b.prefix() + "attention.head_count_kv";
+    if (!b.file().has(key) || b.file().type_of(key) != gguf::value_type::ARRAY) return {};
+    return b.file().template get<std::vector<std::uint64_t>>(key);
+}
+/// Whether the layer being bound attends: false where the per-layer array's entry is 0.
 template <class Binder>
 bool layer_attends(Binder& b) {
-    const std::string key = b.prefix() + "attention.head_count_kv";
-    if (!b.file().has(key) || b.file().type_of(key) != gguf::value_type::ARRAY) return true;
-    return b.file().template get<std::vector<std::uint64_t>>(key).at(b.layer_index()) != 0;
+    const auto kv = kv_heads_per_layer(b);
+    return kv.empty() || kv.at(b.layer_index()) != 0;
 }
 /// Whether mixer M keeps KV cells on a layer with these weights.
 template <class M, class W>

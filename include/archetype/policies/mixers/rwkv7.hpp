@@ -156,12 +156,11 @@ private:
     /// (in a hybrid, the layers before it attend: head_count_kv[j] != 0).
     template <class Binder>
     static bool first_rwkv7_layer(Binder& b, std::size_t il) {
-        const std::string key = b.prefix() + "attention.head_count_kv";
-        const bool per_layer = b.file().has(key) && b.file().type_of(key) == gguf::value_type::ARRAY;
-        const auto kv = per_layer ? b.file().template get<std::vector<std::uint64_t>>(key) : std::vector<std::uint64_t>{};
+        // without a per-layer array every layer is RWKV-7 (the model's one mixer)
+        const auto kv = detail::kv_heads_per_layer(b);
         std::size_t first = il;
         for (std::size_t j = 0; j < il; ++j)
-            if (!per_layer || kv.at(j) == 0) {
+            if (kv.empty() || kv.at(j) == 0) {
                 first = j;
                 break;
             }
