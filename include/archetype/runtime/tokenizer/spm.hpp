@@ -8,7 +8,9 @@
 //  2. spaces become U+2581 "▁"; with add_space_prefix one "▁" goes in front of each
 //     stretch of text that follows a special token or starts the text (Llama) — Gemma
 //     files say false;
-//  3. the text starts as one symbol per code point; adjacent symbols whose joined text
+//  3. the text starts as one symbol per code point (invalid UTF-8 as llama.cpp cuts it: a
+//     byte's high bits give the length, unchecked, so a stray lead byte takes the next
+//     bytes with it; found by fuzz/fuzz_tokenizer_spm.cpp); adjacent symbols whose joined text
 //     is a token (of any type, as llama.cpp's text-to-id map has them) merge, the
 //     highest-scoring join first (leftmost on ties). No limit on a piece's length or the
 //     number of merges;
@@ -16,6 +18,7 @@
 //     byte tokens (byte fallback), or as unk when the file has none.
 // Gemma's scores fall strictly with position among its normal tokens, so ranking by
 // score is ranking by position, as Hugging Face's GemmaTokenizer merges do.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -140,8 +143,14 @@ public:
     }
 
     std::string_view kind() const noexcept override { return "spm"; }
-    /// Byte fallback keeps every byte; only a literal "▁" in the text comes back as a space.
-    bool lossless() const noexcept override { return byte_fallback(); }
+    /// Byte fallback keeps every byte and a normal "▁" token brings spaces back (without
+    /// one, a space falls back to the bytes of "▁" and decodes as "▁"); only a literal "▁"
+    /// in the text comes back as a space.
+    bool lossless() const noexcept override {
+        const auto it = to_id_.find(spm_space);
+        return byte_fallback() && it != to_id_.end() &&
+               types_[static_cast<std::size_t>(it->second)] == token_type::normal;
+    }
     bool byte_fallback() const noexcept {
         for (auto b : byte_id_)
             if (b < 0) return false;
@@ -171,15 +180,19 @@ private:
     void encode_fragment(std::string_view s, std::vector<detail::symbol>& syms, std::vector<std::int32_t>& ids) const {
         syms.clear();
         for (std::size_t i = 0; i < s.size();) {
-            const auto u = unicode::decode_utf8(s, i);
+            // llama.cpp's unicode_len_utf8: the length a lead byte announces, not checked
+            // (so "\xE4ab" is one symbol, written as three byte tokens), cut at the end.
+            static constexpr std::uint8_t lead_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+            const std::size_t len =
+                std::min<std::size_t>(lead_len[static_cast<unsigned char>(s[i]) >> 4], s.size() - i);
             detail::symbol sym;
             sym.start = i;
-            sym.len = u.len;
+            sym.len = len;
             sym.prev = static_cast<std::int64_t>(syms.size()) - 1;
             sym.next = -1;
             if (!syms.empty()) syms.back().next = static_cast<std::int64_t>(syms.size());
             syms.push_back(sym);
-            i += u.len;
+            i += len;
         }
         detail::merge_symbols<float>(syms, [&](const detail::symbol& a, const detail::symbol& b, float& p,
                                                std::int32_t& id) {

@@ -76,10 +76,10 @@ public:
     std::vector<std::int32_t> encode(std::string_view text, bool add_special) const override {
         std::vector<std::int32_t> ids;
         if (add_special && cls_ >= 0) ids.push_back(cls_);
-        std::u32string norm;
+        scratch buf;
         split_specials(specials_, text, [&](std::string_view frag) {
-            normalize(frag, norm);
-            words(norm, ids);
+            normalize(frag, buf.norm);
+            words(buf, ids);
         }, [&](std::int32_t id) { ids.push_back(id); });
         if (add_special && sep_ >= 0) ids.push_back(sep_);
         return ids;
@@ -124,9 +124,22 @@ private:
     void normalize(std::string_view s, std::u32string& out) const {
         using namespace unicode;
         out.clear();
+        out.reserve(s.size());
         std::u32string tmp;
         std::vector<char32_t> dec;
         for (std::size_t i = 0; i < s.size();) {
+            // ASCII (most of most text): no decomposition, no mark, no CJK; the control
+            // characters are Cc, which clean_text drops (tab, newline, CR become spaces).
+            if (const auto b = static_cast<unsigned char>(s[i]); b < 0x80) {
+                ++i;
+                char32_t c = b;
+                if (clean_text_) {
+                    if ((b >= 0x09 && b <= 0x0D) || b == ' ') c = ' '; // White_Space
+                    else if (b < 0x20 || b == 0x7F) continue;
+                }
+                out += lowercase_ && b >= 'A' && b <= 'Z' ? char32_t(b + ('a' - 'A')) : c;
+                continue;
+            }
             const auto u = decode_utf8(s, i);
             i += u.len;
             // Invalid bytes were U+FFFD in HF's (lossy) decoding, which clean_text drops.
@@ -172,32 +185,48 @@ private:
         return unicode::is_punctuation(c);
     }
 
-    void words(const std::u32string& s, std::vector<std::int32_t>& ids) const {
+    /// Buffers one encode call reuses from word to word (no allocation per word).
+    struct scratch {
+        std::u32string norm;       ///< the normalised fragment
+        std::vector<std::size_t> off; ///< byte offset of each code point of a word in utf8
+        std::string utf8, key;     ///< the word in UTF-8; the candidate piece looked up
+    };
+
+    static bool is_space(char32_t c) noexcept {
+        return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x80 && unicode::is_whitespace(c));
+    }
+    static bool is_split(char32_t c) noexcept { return is_space(c) || is_bert_punct(c); }
+
+    void words(scratch& buf, std::vector<std::int32_t>& ids) const {
+        const std::u32string_view s = buf.norm;
         std::size_t i = 0;
         while (i < s.size()) {
-            if (unicode::is_whitespace(s[i])) { ++i; continue; }
-            if (is_bert_punct(s[i])) { word(s.substr(i, 1), ids); ++i; continue; }
+            if (is_space(s[i])) { ++i; continue; }
+            if (is_bert_punct(s[i])) { word(s.substr(i, 1), buf, ids); ++i; continue; }
             std::size_t e = i;
-            while (e < s.size() && !unicode::is_whitespace(s[e]) && !is_bert_punct(s[e])) ++e;
-            word(std::u32string_view(s).substr(i, e - i), ids);
+            while (e < s.size() && !is_split(s[e])) ++e;
+            word(s.substr(i, e - i), buf, ids);
             i = e;
         }
     }
 
-    void word(std::u32string_view w, std::vector<std::int32_t>& ids) const {
+    void word(std::u32string_view w, scratch& buf, std::vector<std::int32_t>& ids) const {
         if (w.size() > max_chars_) {
             ids.push_back(unk_);
             return;
         }
-        std::vector<std::size_t> off; // byte offset of each code point in the UTF-8 form
-        std::string utf8;
+        auto& off = buf.off;
+        auto& utf8 = buf.utf8;
+        auto& key = buf.key;
+        off.clear();
+        utf8.clear();
         for (char32_t c : w) {
             off.push_back(utf8.size());
-            unicode::append_utf8(utf8, c);
+            if (c < 0x80) utf8 += static_cast<char>(c);
+            else unicode::append_utf8(utf8, c);
         }
         off.push_back(utf8.size());
         const std::size_t first = ids.size();
-        std::string key;
         for (std::size_t start = 0; start < w.size();) {
             std::int32_t found = -1;
             // Candidates longer than the longest token cannot match: start below them.
