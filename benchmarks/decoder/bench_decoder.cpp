@@ -17,10 +17,15 @@
 //   4 smol_swa_full SlidingWindow<512> + FullCache                                   Q8_0 at depth 512 / 4096
 //   5 smol_causal_depth  the smol preset at depth 512 / 4096 (+ llama.cpp full attention)
 //   6 tiny          Decoder<GQA<32,4,64>, RoPE, Causal, FullCache, SwiGLUWith<5632>> Q8_0 / Q4_0
+//   7 olmoe         presets::OLMoE at OLMoE-1B-7B's shape (64 experts, 8 per token)  Q4_0 / Q4_K
+//                   (issue 39: decode reads the selected experts only; bound from the active bytes)
 // Files are written once under $TMPDIR/archetype_bench_decoder (ARCHETYPE_BENCH_DIR) and shared.
 // Usage: bench_decoder_<preset> [--quick]
 #include "decoder_bench.hpp"
 #include "level.hpp"
+#if ARCHETYPE_BENCH_PRESET == 7
+#include "archetype/models/presets/olmoe.hpp"
+#endif
 
 #ifndef ARCHETYPE_BENCH_PRESET
 #define ARCHETYPE_BENCH_PRESET 1
@@ -40,8 +45,10 @@ using Preset = Decoder<GQA<9, 3, 64>, RoPE, SlidingWindow<512>, RollingCache, Sw
 using Preset = Decoder<GQA<9, 3, 64>, RoPE, SlidingWindow<512>, FullCache, SwiGLUWith<1536>>;
 #elif ARCHETYPE_BENCH_PRESET == 6
 using Preset = Decoder<GQA<32, 4, 64>, RoPE, Causal, FullCache, SwiGLUWith<5632>>;
+#elif ARCHETYPE_BENCH_PRESET == 7
+using Preset = presets::olmoe_architecture; // the registry entry: OLMoE with its conventions (NeoX RoPE)
 #else
-#error "ARCHETYPE_BENCH_PRESET must be 1..6"
+#error "ARCHETYPE_BENCH_PRESET must be 1..7"
 #endif
 
 #if ARCHETYPE_BENCH_PRESET >= 2 && ARCHETYPE_BENCH_PRESET <= 5
@@ -108,6 +115,16 @@ int main(int argc, char** argv) {
     const std::string q8 = model_file("tiny", ggml_type::Q8_0), q4 = model_file("tiny", ggml_type::Q4_0);
     bench_file<Preset>("Q8_0", q8, tl, n_tg, depth, lb, bw_pool, rounds);
     bench_file<Preset>("Q4_0", q4, tl, n_tg, depth, lb, bw_pool, rounds);
+#elif ARCHETYPE_BENCH_PRESET == 7
+    std::printf("\nOLMoE-1B-7B shape (2048 dim, 16 layers, 16 heads, 64 experts x 1024, 8 per token, vocab 50304);\n"
+                "bound = bandwidth / the active bytes of a token (the 8 experts it selects):\n");
+    header(0);
+    const auto om = olmoe_spec();
+    for (ggml_type t : {ggml_type::Q4_0, ggml_type::Q4_K}) {
+        const std::string f = model_file("olmoe", t);
+        bench_file<Preset>(std::string(type_name(t)).c_str(), f, om, n_tg, 0, lb, bw_pool, rounds);
+        if (quick) break;
+    }
 #endif
     return 0;
 }

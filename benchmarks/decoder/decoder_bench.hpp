@@ -123,14 +123,23 @@ inline double median(std::vector<double> v) {
 }
 
 /// Bytes a decode step reads from the weights: every matrix once, plus one
-/// row of the token embedding (all of it when the output is tied to it).
+/// row of the token embedding (all of it when the output is tied to it); of a
+/// mixture of experts' tensors (`*_exps`) the expert_used_count of expert_count
+/// experts a token selects (the active parameters).
 inline double weight_bytes_per_token(const std::string& path) {
     const auto f = gguf::file::open(path);
+    const std::string arch = f.get<std::string>("general.architecture");
+    const double E = f.get_or<std::uint32_t>(arch + ".expert_count", 1),
+                 K = f.get_or<std::uint32_t>(arch + ".expert_used_count", 1);
     bool tied = true;
     for (const auto& t : f.tensors()) tied = tied && t.name != "output.weight";
     double b = 0;
-    for (const auto& t : f.tensors())
-        b += (t.name == "token_embd.weight" && !tied) ? double(t.n_bytes) / double(t.ne.back()) : double(t.n_bytes);
+    for (const auto& t : f.tensors()) {
+        const bool experts = t.name.find("_exps.") != std::string::npos;
+        b += (t.name == "token_embd.weight" && !tied) ? double(t.n_bytes) / double(t.ne.back())
+             : experts                                ? double(t.n_bytes) * K / E
+                                                      : double(t.n_bytes);
+    }
     return b;
 }
 
@@ -165,8 +174,18 @@ inline random_decoder::spec shape(std::size_t vocab, std::size_t embd, std::size
 }
 inline random_decoder::spec smol_spec() { return shape(49152, 576, 30, 9, 3, 1536, 8192, 135, 0.05f); }   // SmolLM2-135M
 inline random_decoder::spec tiny_spec() { return shape(32000, 2048, 22, 32, 4, 5632, 4096, 1100, 0.02f); } // TinyLlama-1.1B
+/// OLMoE-1B-7B (allenai/OLMoE-1B-7B-0924): 2048 dim, 16 layers, 16 heads (MHA), 64 experts
+/// of width 1024, 8 per token, vocab 50304: 6.9 B parameters, 1.3 B active.
+inline random_decoder::spec olmoe_spec() {
+    auto s = shape(50304, 2048, 16, 16, 16, 1024, 4096, 7, 0.02f);
+    s.arch = "olmoe";
+    s.n_expert = 64;
+    s.n_expert_used = 8;
+    s.qk_norm = true;
+    return s;
+}
 
-/// Path of the `name` model ("smol" / "tiny") in `type` (F32, F16, Q8_0, Q4_0), made if absent.
+/// Path of the `name` model ("smol" / "tiny" / "olmoe") in `type` (F32, F16, Q8_0, Q4_0), made if absent.
 inline std::string model_file(const std::string& name, ggml_type type) {
     const std::string dir = bench_dir();
     std::system(("mkdir -p '" + dir + "'").c_str());
@@ -174,6 +193,14 @@ inline std::string model_file(const std::string& name, ggml_type type) {
     const std::string path = dir + "/" + name + "-" + std::string(type_name(type)) + ".gguf";
     if (exists(path)) return path;
     const auto t0 = clk::now();
+    if (name == "olmoe") { // written in its type directly (28 GB as F32)
+        auto sp = olmoe_spec();
+        sp.type = type;
+        random_decoder::write(sp, path + ".part");
+        publish(path + ".part", path);
+        std::printf("(wrote %s in %.1f s)\n", path.c_str(), seconds_since(t0));
+        return path;
+    }
     if (!exists(f32)) {
         random_decoder::write(name == "tiny" ? tiny_spec() : smol_spec(), f32 + ".part");
         publish(f32 + ".part", f32);

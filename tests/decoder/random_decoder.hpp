@@ -1,5 +1,5 @@
 #pragma once
-// Seeded random-weight GGUF decoders (`llama` or `mellum` layout) written with
+// Seeded random-weight GGUF decoders (`llama`, `mellum` or `olmoe` layout) written with
 // archetype's GGUF writer, for property tests and benchmarks. Weights are
 // uniform in [-scale, scale] from a counter-based generator (splitmix64 of
 // seed, tensor index and element index), so any size streams without holding
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "archetype/io/gguf_writer.hpp"
+#include "archetype/kernels/quant/quantize.hpp"
 
 namespace random_decoder {
 
@@ -16,7 +17,7 @@ struct spec {
     std::string arch = "llama";
     std::size_t n_vocab = 128, n_embd = 64, n_layer = 2, n_head = 4, n_head_kv = 2, n_ff = 96, n_ctx = 1024;
     std::uint64_t seed = 1;
-    std::size_t n_expert = 0, n_expert_used = 0; // mellum: MoE (0 = 1 expert)
+    std::size_t n_expert = 0, n_expert_used = 0; // mellum, olmoe: MoE (0 = 1 expert)
     std::size_t window = 0;                      // mellum: sliding window
     std::vector<bool> swa_pattern;               // mellum: per layer
     bool tied = false;                           // no output.weight
@@ -25,6 +26,10 @@ struct spec {
     std::size_t n_pos = 0;                       // > 0: position_embd.weight with n_pos rows
     std::size_t rel_buckets = 0;                 // > 0: blk.0.attn_rel_b.weight [n_head, rel_buckets]
     bool rel_bias_every_layer = false;           // ... and one per layer
+    /// Type of the matrices (token embedding, projections, experts, head), written
+    /// directly (each row quantised as it streams: a 7B-parameter MoE never exists as
+    /// F32). Norm weights stay F32.
+    archetype::ggml_type type = archetype::ggml_type::F32;
 };
 
 inline std::uint64_t splitmix(std::uint64_t x) {
@@ -57,9 +62,9 @@ inline void write(const spec& s, const std::string& path) {
     w.set(a + "rope.dimension_count", std::uint32_t(hd));
     w.set(a + "rope.freq_base", 10000.f);
     w.set(a + "attention.layer_norm_rms_epsilon", 1e-5f);
-    const bool mellum = s.arch == "mellum";
+    const bool mellum = s.arch == "mellum", olmoe = s.arch == "olmoe", moe = mellum || olmoe;
     const std::size_t E = std::max<std::size_t>(1, s.n_expert);
-    if (mellum) {
+    if (moe) {
         w.set(a + "expert_feed_forward_length", std::uint32_t(s.n_ff));
         w.set(a + "expert_count", std::uint32_t(E));
         w.set(a + "expert_used_count", std::uint32_t(s.n_expert == 0 ? 1 : s.n_expert_used));
@@ -72,10 +77,26 @@ inline void write(const spec& s, const std::string& path) {
     }
     w.set("tokenizer.ggml.model", "no_vocab");
     std::uint64_t index = 0;
-    auto tensor = [&](const std::string& name, std::vector<std::uint64_t> ne, bool norm = false) {
+    // norm: 1 + 0.05 u; f32: kept F32 in a quantised file (norms, the router, as llama-quantize keeps them)
+    auto tensor = [&](const std::string& name, std::vector<std::uint64_t> ne, bool norm = false, bool f32 = false) {
         const std::uint64_t id = index++;
         const std::uint64_t seed = s.seed;
         const float sc = s.scale;
+        const std::size_t cols = ne[0];
+        if (!norm && !f32 && ne.size() >= 2 && s.type != ggml_type::F32) {
+            // element i of row r has the value the F32 file would hold, then the row is quantised
+            const ggml_type t = s.type;
+            w.add_tensor(name, t, ne, [id, seed, sc, cols, t](std::byte* dst, std::size_t n_bytes) {
+                const auto tr = archetype::traits_of(t);
+                const std::size_t row_bytes = cols / tr.block_size * tr.type_size;
+                std::vector<float> row(cols);
+                for (std::size_t r = 0; r < n_bytes / row_bytes; ++r) {
+                    for (std::size_t c = 0; c < cols; ++c) row[c] = sc * uniform(seed, id, r * cols + c);
+                    archetype::quant::quantize_row(t, row.data(), dst + r * row_bytes, cols);
+                }
+            });
+            return;
+        }
         w.add_tensor(name, ggml_type::F32, ne, [id, seed, sc, norm](std::byte* dst, std::size_t n_bytes) {
             auto* f = reinterpret_cast<float*>(dst);
             for (std::size_t i = 0; i < n_bytes / 4; ++i) {
@@ -91,14 +112,14 @@ inline void write(const spec& s, const std::string& path) {
         tensor(b + "attn_q.weight", {s.n_embd, s.n_embd});
         tensor(b + "attn_k.weight", {s.n_embd, kv});
         tensor(b + "attn_v.weight", {s.n_embd, kv});
-        if (s.qk_norm) {
-            tensor(b + "attn_q_norm.weight", {hd}, true);
-            tensor(b + "attn_k_norm.weight", {hd}, true);
+        if (s.qk_norm) { // OLMoE normalises the whole projection, Mellum each head
+            tensor(b + "attn_q_norm.weight", {olmoe ? s.n_embd : hd}, true);
+            tensor(b + "attn_k_norm.weight", {olmoe ? kv : hd}, true);
         }
         tensor(b + "attn_output.weight", {s.n_embd, s.n_embd});
         tensor(b + "ffn_norm.weight", {s.n_embd}, true);
-        if (mellum) {
-            tensor(b + "ffn_gate_inp.weight", {s.n_embd, E});
+        if (moe) {
+            tensor(b + "ffn_gate_inp.weight", {s.n_embd, E}, false, true);
             tensor(b + "ffn_gate_exps.weight", {s.n_embd, s.n_ff, E});
             tensor(b + "ffn_up_exps.weight", {s.n_embd, s.n_ff, E});
             tensor(b + "ffn_down_exps.weight", {s.n_ff, s.n_embd, E});
