@@ -10,6 +10,7 @@
 // sets a flag the scheduler reads between forward passes (the request's sequence is then
 // released and a final event with finish_reason::cancelled follows).
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -113,6 +114,9 @@ public:
     virtual std::size_t context_limit() const = 0;
     virtual std::size_t n_vocab() const = 0;
     virtual std::size_t n_embd() const = 0;
+    /// Stops accepting requests, lets the running and queued ones finish for at most
+    /// `grace`, then cancels the rest (each gets its final event).
+    virtual void stop(std::chrono::milliseconds grace) = 0;
 };
 
 } // namespace archetype::serving

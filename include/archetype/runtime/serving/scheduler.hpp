@@ -144,7 +144,7 @@ public:
     }
     /// Stops accepting requests, lets running and queued ones finish for at most `grace`,
     /// then cancels the rest (each gets its final event) and joins the thread.
-    void stop(std::chrono::milliseconds grace) {
+    void stop(std::chrono::milliseconds grace) override {
         {
             std::lock_guard lk(mu_);
             closed_ = true;
