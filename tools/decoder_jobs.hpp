@@ -54,7 +54,7 @@ struct decoder_perplexity_job {
 /// (runtime/serving/scheduler.hpp), handed to `run` (the HTTP server of cmd_serve.cpp,
 /// which needs no model type: it sees the scheduler through its interface).
 struct decoder_serve_job {
-    std::size_t threads = 1, parallel = 1, n_ctx = 0, max_queued = 16, prefix_cache_bytes = 0;
+    std::size_t threads = 1, parallel = 1, n_ctx = 0, max_queued = 16, prefix_cache_bytes = 0, chunk_tokens = 0;
     kv_cache_type kv = kv_cache_type::f32;
     const tokenizer::tokenizer* tok = nullptr;
     std::function<int(serving::scheduler_interface&)> run;

@@ -132,6 +132,7 @@ template <class Session>
 int serve_job(Session& sess, const decoder_serve_job& a) {
     const tokenizer::tokenizer* tok = a.tok;
     serving::scheduler sched(sess, {.max_queued = a.max_queued,
+                                    .chunk_tokens = a.chunk_tokens,
                                     .prefix_cache_bytes = a.prefix_cache_bytes,
                                     .batch_invariant = true,
                                     .piece = [tok](std::int32_t t) { return tok->token_to_piece(t); }});
