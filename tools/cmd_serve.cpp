@@ -15,6 +15,7 @@
 // for --grace seconds, the rest end with a final chunk (finish_reason "stop") and
 // data: [DONE]; then the listener closes and the program exits 0.
 #include <signal.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -147,6 +148,13 @@ public:
         svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
         svr.set_payload_max_length(a_.max_body);
         svr.set_keep_alive_timeout(2);
+        // SO_REUSEADDR alone: a restarted server binds over its predecessor's TIME_WAIT
+        // connections (cpp-httplib 0.11's default, SO_REUSEPORT, fails there and would let
+        // a second server share the port)
+        svr.set_socket_options([](socket_t sock) {
+            const int yes = 1;
+            setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        });
         svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
             if (a_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
             const std::string auth = req.get_header_value("Authorization");
