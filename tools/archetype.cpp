@@ -44,6 +44,9 @@ constexpr command commands[] = {
     {"tokenize", archetype::tools::cmd_tokenize, "a text's token ids and pieces, as llama-tokenize prints them"},
     {"generate", archetype::tools::cmd_generate, "generate text from a prompt with a decoder GGUF (streams tokens)"},
     {"perplexity", archetype::tools::cmd_perplexity, "perplexity of a text file, llama-perplexity's conventions"},
+#if ARCHETYPE_HAVE_SERVE
+    {"serve", archetype::tools::cmd_serve, "an OpenAI-compatible HTTP server over a decoder (docs/serving.md)"},
+#endif
     // commands are added here, one line each
 };
 

@@ -67,18 +67,6 @@ struct generate_args {
     sampling_params sp{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.f};
 };
 
-/// The chat template of the file (or the one named), and the note for stderr when the
-/// file has none.
-chat::chat_template chat_template_for(const gguf::file& f, const std::string& name, std::string& note) {
-    if (!name.empty()) return chat::named(name);
-    const std::string tmpl = f.get_or<std::string>("tokenizer.chat_template", "");
-    if (!tmpl.empty()) return chat::recognise(tmpl);
-    const std::string_view arch = f.architecture();
-    const auto tp = chat::named(arch.substr(0, 5) == "gemma" ? "gemma" : "chatml");
-    note = "the file has no tokenizer.chat_template: using " + std::string(tp.name()) + " (--chat-template NAME to choose)";
-    return tp;
-}
-
 } // namespace
 
 int cmd_generate(int argc, char** argv) {

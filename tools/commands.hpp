@@ -25,6 +25,7 @@ int cmd_describe(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_serve(int argc, char** argv); // built when cpp-httplib is found (ARCHETYPE_HAVE_SERVE)
 // further commands are declared here, one line each
 
 /// Parses one number in [lo, hi]; throws archetype::argument_error naming the flag and value.

@@ -82,4 +82,14 @@ std::unique_ptr<tokenizer::tokenizer> open_model_tokenizer(const std::string& pa
     if (!std::filesystem::exists(json)) throw format_error("'" + path + "' has no tokenizer.json");
     return tokenizer::load_tokenizer_json(json.string());
 }
+
+chat::chat_template chat_template_for(const gguf::file& f, const std::string& name, std::string& note) {
+    if (!name.empty()) return chat::named(name);
+    const std::string tmpl = f.get_or<std::string>("tokenizer.chat_template", "");
+    if (!tmpl.empty()) return chat::recognise(tmpl);
+    const std::string_view arch = f.architecture();
+    const auto tp = chat::named(arch.substr(0, 5) == "gemma" ? "gemma" : "chatml");
+    note = "the file has no tokenizer.chat_template: using " + std::string(tp.name()) + " (--chat-template NAME to choose)";
+    return tp;
+}
 } // namespace archetype::tools

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "archetype/kernels/batch_activations.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/sampling.hpp"
+#include "archetype/runtime/serving/request.hpp"
 #include "archetype/runtime/tokenizer/tokenizer.hpp"
 
 namespace archetype::tools {
@@ -48,11 +50,22 @@ struct decoder_perplexity_job {
     kernels::batch_activations activations = kernels::batch_activations::exact;
 };
 
+/// archetype serve: a session of `parallel` sequences under a serving scheduler
+/// (runtime/serving/scheduler.hpp), handed to `run` (the HTTP server of cmd_serve.cpp,
+/// which needs no model type: it sees the scheduler through its interface).
+struct decoder_serve_job {
+    std::size_t threads = 1, parallel = 1, n_ctx = 0, max_queued = 16, prefix_cache_bytes = 0, chunk_tokens = 0;
+    kv_cache_type kv = kv_cache_type::f32;
+    const tokenizer::tokenizer* tok = nullptr;
+    std::function<int(serving::scheduler_interface&)> run;
+};
+
 struct decoder_job {
-    enum class kind { describe, logits, generate, perplexity } what = kind::describe;
+    enum class kind { describe, logits, generate, perplexity, serve } what = kind::describe;
     const decoder_logits_job* logits = nullptr;
     const decoder_generate_job* generate = nullptr;
     const decoder_perplexity_job* perplexity = nullptr;
+    const decoder_serve_job* serve = nullptr;
 };
 
 /// Defined in tools/run_decoder.hpp, instantiated in tools/arch/<entry>.cpp.

@@ -16,6 +16,8 @@
 #                          (CI sets this; needs g++-aarch64-linux-gnu, qemu-user and
 #                          libboost-test1.74-dev:arm64)
 #   ARCHETYPE_BENCHMARKS=0 configure the main build without the benchmarks (CI sets this)
+#   ARCHETYPE_SERVER_PYTHON a Python with the openai package (.ci/run makes a venv): enables
+#                          suite 'server' (-Dserver_python), which must then run
 #   ARCHETYPE_SANITIZE=1   also build the tests under ASan+UBSan (build-asan) and
 #                          run them, and the concurrency suite under TSan with
 #                          clang-14 (build-tsan) (CI sets this)
@@ -29,6 +31,7 @@ total_ok=0; total_fail=0
 stage_t0=$SECONDS
 stage() { echo "stage ${1}: $((SECONDS - stage_t0)) s"; stage_t0=$SECONDS; }
 [ "${ARCHETYPE_MODELS_FAILED:-0}" = 1 ] && total_fail=1  # .ci/run could not fetch the models
+[ "${ARCHETYPE_SERVER_FAILED:-0}" = 1 ] && total_fail=$((total_fail + 1))  # nor make the openai venv
 # run_suite DIR LOG [meson test args...]: runs meson test, adds its summary to the totals
 run_suite() {
   local dir=$1 log=$2; shift 2
@@ -65,8 +68,11 @@ PY
 if [ ! -f "$BUILD/build.ninja" ]; then
   # ARCHETYPE_BENCHMARKS=0 (.ci/run): the benchmarks, which no test runs, are not built
   meson setup "$BUILD" --buildtype=release ${ARCHETYPE_MODELS_DIR:+-Dmodels_dir=$ARCHETYPE_MODELS_DIR} \
+    ${ARCHETYPE_SERVER_PYTHON:+-Dserver_python=$ARCHETYPE_SERVER_PYTHON} \
     $([ "${ARCHETYPE_BENCHMARKS:-1}" = 0 ] && echo -Dbenchmarks=false) ||
     { total_fail=1; finish; }
+elif [ -n "${ARCHETYPE_SERVER_PYTHON:-}" ]; then
+  meson configure "$BUILD" -Dserver_python="$ARCHETYPE_SERVER_PYTHON" || { total_fail=1; finish; }
 fi
 current_stage="main build"
 if ! ninja -C "$BUILD" -j "$JOBS"; then
@@ -93,6 +99,15 @@ if command -v mpirun >/dev/null && pkg-config --exists ompi-cxx; then
   fi
 fi
 
+# The server suite must have run when .ci/run made its venv (and cpp-httplib is installed).
+if [ -n "${ARCHETYPE_SERVER_PYTHON:-}" ] && pkg-config --exists cpp-httplib; then
+  n_srv=$(grep -cE '^ *[0-9]+/[0-9]+ archetype:server / .* OK ' "$BUILD/test-output.txt" || true)
+  echo "server tests passed: $n_srv"
+  if [ "$n_srv" -eq 0 ]; then
+    echo "the openai venv exists but the server suite ran no test"; total_fail=$((total_fail + 1))
+  fi
+fi
+
 # The dispatched program (-Dnative=false: one copy per instruction-set level, chosen at
 # start; docs/isa.md): suite 'isa' runs its fixture suites at every level this machine
 # runs, and under qemu-x86_64 as CPUs without AVX-512 and without AVX. Only the
@@ -102,7 +117,7 @@ if [ "${ARCHETYPE_DISPATCH:-0}" = 1 ]; then
   DISP=${BUILD}-dispatch
   if [ ! -f "$DISP/build.ninja" ]; then
     meson setup "$DISP" --buildtype=release -Dnative=false -Dcli_decoder_entries=llama,mellum_swa,granite \
-      -Dbenchmarks=false -Dexamples=false -Dfuzz=false -Dmpi=disabled ||
+      -Dbenchmarks=false -Dexamples=false -Dfuzz=false -Dmpi=disabled -Dserve=disabled ||
       { total_fail=$((total_fail + 1)); finish; }
   fi
   ninja -C "$DISP" build.ninja >/dev/null || { total_fail=$((total_fail + 1)); finish; }
@@ -168,7 +183,8 @@ if [ "${ARCHETYPE_SANITIZE:-0}" = 1 ]; then
     # -O2 with assertions, without debug info (its cost in compile time and memory is
     # large for these template-heavy TUs; reports still name the functions)
     meson setup "$SAN" -Doptimization=2 -Ddebug=false -Db_ndebug=false -Db_sanitize=address,undefined \
-      -Dbenchmarks=false -Dexamples=false -Dcli_decoders=false -Dmpi=disabled -Dcpp_args=-fno-sanitize-recover=undefined ||
+      -Dbenchmarks=false -Dexamples=false -Dcli_decoders=false -Dmpi=disabled -Dserve=disabled \
+      -Dcpp_args=-fno-sanitize-recover=undefined ||
       { total_fail=$((total_fail + 1)); finish; }
   fi
   # The hostile-input and state-handling suites (issue 37, CI lever L2): readers of

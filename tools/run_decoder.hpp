@@ -13,6 +13,7 @@
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/perplexity.hpp"
+#include "archetype/runtime/serving/scheduler.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
 #include "pipeline_launch.hpp"
@@ -45,6 +46,11 @@ inline decoder_session_options session_options_of(const decoder_job& job) {
         const auto& a = *job.perplexity;
         return {.n_threads = a.threads, .max_sequences = 1, .n_ctx = a.n_ctx, .kv_type = a.kv,
                 .batch_activations = a.activations};
+    }
+    case decoder_job::kind::serve: {
+        const auto& a = *job.serve;
+        return {.n_threads = a.threads, .max_sequences = a.parallel, .n_ctx = a.n_ctx, .kv_type = a.kv,
+                .batch_invariant_decode = true};
     }
     case decoder_job::kind::describe: break;
     }
@@ -121,6 +127,18 @@ int perplexity_job(Session& sess, const decoder_perplexity_job& a) {
                 r.n_scored, r.n_chunks * a.n_ctx, s, double(r.n_chunks * a.n_ctx) / std::max(s, 1e-9));
     return 0;
 }
+/// archetype serve: the scheduler over the session, on its own thread, for the server.
+template <class Session>
+int serve_job(Session& sess, const decoder_serve_job& a) {
+    const tokenizer::tokenizer* tok = a.tok;
+    serving::scheduler sched(sess, {.max_queued = a.max_queued,
+                                    .chunk_tokens = a.chunk_tokens,
+                                    .prefix_cache_bytes = a.prefix_cache_bytes,
+                                    .batch_invariant = true,
+                                    .piece = [tok](std::int32_t t) { return tok->token_to_piece(t); }});
+    sched.start();
+    return a.run(sched);
+}
 /// Runs a job (not describe) on a session made for it.
 template <class Model, class Session>
 int run_job(const Model& model, Session& sess, const decoder_job& job) {
@@ -128,6 +146,9 @@ int run_job(const Model& model, Session& sess, const decoder_job& job) {
     case decoder_job::kind::logits: return logits_job(sess, *job.logits);
     case decoder_job::kind::generate: return generate_job(model, sess, *job.generate);
     case decoder_job::kind::perplexity: return perplexity_job(sess, *job.perplexity);
+    case decoder_job::kind::serve:
+        if constexpr (requires { sess.set_batch_invariant_decode(true); }) return serve_job(sess, *job.serve);
+        else throw argument_error("archetype serve does not run under mpirun (one process serves)");
     case decoder_job::kind::describe: break;
     }
     return 0;

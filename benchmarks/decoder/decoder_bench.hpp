@@ -195,7 +195,7 @@ inline std::string model_file(const std::string& name, ggml_type type) {
     const auto t0 = clk::now();
     if (name == "olmoe") { // written in its type directly (28 GB as F32)
         auto sp = olmoe_spec();
-        sp.type = type;
+        sp.matrix_type = type;
         random_decoder::write(sp, path + ".part");
         publish(path + ".part", path);
         std::printf("(wrote %s in %.1f s)\n", path.c_str(), seconds_since(t0));

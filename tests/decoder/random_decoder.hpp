@@ -10,6 +10,7 @@
 
 #include "archetype/io/gguf_writer.hpp"
 #include "archetype/kernels/quant/quantize.hpp"
+#include "archetype/runtime/tokenizer/bpe.hpp"
 
 namespace random_decoder {
 
@@ -26,10 +27,13 @@ struct spec {
     std::size_t n_pos = 0;                       // > 0: position_embd.weight with n_pos rows
     std::size_t rel_buckets = 0;                 // > 0: blk.0.attn_rel_b.weight [n_head, rel_buckets]
     bool rel_bias_every_layer = false;           // ... and one per layer
-    /// Type of the matrices (token embedding, projections, experts, head), written
-    /// directly (each row quantised as it streams: a 7B-parameter MoE never exists as
-    /// F32). Norm weights stay F32.
-    archetype::ggml_type type = archetype::ggml_type::F32;
+    /// Type of the weight matrices (not the norms): F32, or a type quant::quantize_row
+    /// makes (Q8_0, Q4_0, Q4_1, ...), each row quantised from the same floats.
+    archetype::ggml_type matrix_type = archetype::ggml_type::F32;
+    /// A GPT-2 byte-level vocabulary (tokenizer.ggml.model "gpt2", no merges): ids 0..255
+    /// the bytes, then <|endoftext|> (EOS), <|im_start|>, <|im_end|> and control fillers up
+    /// to n_vocab (>= 259), so that text round-trips and a ChatML conversation renders.
+    bool byte_vocab = false;
 };
 
 inline std::uint64_t splitmix(std::uint64_t x) {
@@ -75,23 +79,48 @@ inline void write(const spec& s, const std::string& path) {
             w.set(a + "attention.sliding_window_pattern", pat);
         }
     }
-    w.set("tokenizer.ggml.model", "no_vocab");
+    if (s.byte_vocab) {
+        if (s.n_vocab < 259) throw archetype::argument_error("byte_vocab needs n_vocab >= 259");
+        const auto cp = archetype::tokenizer::gpt2_byte_to_cp();
+        std::vector<std::string> tokens;
+        std::vector<std::int32_t> types;
+        for (std::size_t b = 0; b < 256; ++b) {
+            std::string t;
+            const char32_t c = cp[b];
+            if (c < 0x80) t += char(c);
+            else if (c < 0x800) t += char(0xC0 | (c >> 6)), t += char(0x80 | (c & 0x3F));
+            else t += char(0xE0 | (c >> 12)), t += char(0x80 | ((c >> 6) & 0x3F)), t += char(0x80 | (c & 0x3F));
+            tokens.push_back(t);
+            types.push_back(1);
+        }
+        for (const char* sp : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) tokens.push_back(sp), types.push_back(3);
+        while (tokens.size() < s.n_vocab) tokens.push_back("<|extra_" + std::to_string(tokens.size()) + "|>"), types.push_back(3);
+        w.set("tokenizer.ggml.model", "gpt2");
+        w.set("tokenizer.ggml.pre", "default");
+        w.set("tokenizer.ggml.tokens", tokens);
+        w.set("tokenizer.ggml.token_type", types);
+        w.set("tokenizer.ggml.merges", std::vector<std::string>{});
+        w.set("tokenizer.ggml.eos_token_id", std::uint32_t(256));
+        w.set("tokenizer.ggml.bos_token_id", std::uint32_t(256));
+        w.set("tokenizer.ggml.add_bos_token", false);
+    } else {
+        w.set("tokenizer.ggml.model", "no_vocab");
+    }
     std::uint64_t index = 0;
-    // norm: 1 + 0.05 u; f32: kept F32 in a quantised file (norms, the router, as llama-quantize keeps them)
+    // norm: 1 + 0.05 u; f32: kept F32 when the matrices are quantised (the router, as llama-quantize keeps it)
     auto tensor = [&](const std::string& name, std::vector<std::uint64_t> ne, bool norm = false, bool f32 = false) {
         const std::uint64_t id = index++;
         const std::uint64_t seed = s.seed;
         const float sc = s.scale;
-        const std::size_t cols = ne[0];
-        if (!norm && !f32 && ne.size() >= 2 && s.type != ggml_type::F32) {
-            // element i of row r has the value the F32 file would hold, then the row is quantised
-            const ggml_type t = s.type;
-            w.add_tensor(name, t, ne, [id, seed, sc, cols, t](std::byte* dst, std::size_t n_bytes) {
+        if (!norm && !f32 && ne.size() >= 2 && s.matrix_type != ggml_type::F32) {
+            const ggml_type t = s.matrix_type;
+            const std::size_t cols = ne[0];
+            w.add_tensor(name, t, ne, [id, seed, sc, t, cols](std::byte* dst, std::size_t n_bytes) {
                 const auto tr = archetype::traits_of(t);
                 const std::size_t row_bytes = cols / tr.block_size * tr.type_size;
                 std::vector<float> row(cols);
                 for (std::size_t r = 0; r < n_bytes / row_bytes; ++r) {
-                    for (std::size_t c = 0; c < cols; ++c) row[c] = sc * uniform(seed, id, r * cols + c);
+                    for (std::size_t i = 0; i < cols; ++i) row[i] = sc * uniform(seed, id, r * cols + i);
                     archetype::quant::quantize_row(t, row.data(), dst + r * row_bytes, cols);
                 }
             });

@@ -25,6 +25,9 @@
 //                    panels, else quant/avx512/engine.hpp's x16 kernels; bitwise the row
 //                    layout's results
 // Work is split by output rows, so results do not depend on the thread count.
+// With this thread's decode_rows_invariant mode on (decode_rows.hpp), every row of a
+// batch is bitwise its single-row result: no panels, and the weights without a
+// batch-invariant batch kernel run row by row.
 // `sum` chooses how the F32 / F16 (and AVX-512 BF16) GEMM sums along K
 // (kernels::gemm_sum); GEMV and the other kernels have one order each.
 #include <cstddef>
@@ -38,6 +41,7 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/batch_activations.hpp"
 #include "archetype/kernels/blas.hpp"
+#include "archetype/kernels/decode_rows.hpp"
 #include "archetype/kernels/compiled.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/generic.hpp"
@@ -104,6 +108,22 @@ inline void check_matmul_weight(const weight_view& W) {
         throw argument_error("matmul: " + std::to_string(W.cols) + " columns is not a multiple of the " +
                              std::string(type_name(W.type)) + " block size " + std::to_string(bs));
 }
+/// Whether a batch of this weight has a kernel whose rows are bitwise its single-row
+/// results (decode_rows.hpp): the AVX-512 VNNI engine's block types.
+inline bool batch_rows_invariant(const weight_view& W) noexcept {
+#if defined(ARCHETYPE_QUANT_VNNI)
+    if (W.layout != quant::weight_layout::rows) return true; // the x16 layouts: VNNI kernels only
+    switch (W.type) {
+    case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
+    case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: case ggml_type::Q2_K: case ggml_type::Q3_K:
+    case ggml_type::IQ4_NL: case ggml_type::IQ4_XS: case ggml_type::MXFP4: return true;
+    default: return false;
+    }
+#else
+    (void)W;
+    return false;
+#endif
+}
 } // namespace detail
 
 /// y = x * W^T (the header's first comment). The entry points here are inline, or
@@ -138,6 +158,11 @@ ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::si
                                    float* y, std::size_t ldy, thread_pool* pool, gemm_sum sum) {
     detail::check_matmul_weight(W);
     if (W.rows == 0 || n_tok == 0) return;
+    const bool invariant = decode_rows_invariant();
+    if (invariant && n_tok > 1 && !detail::batch_rows_invariant(W)) { // row by row (decode_rows.hpp)
+        for (std::size_t t = 0; t < n_tok; ++t) matmul(W, x + t * ldx, ldx, 1, y + t * ldy, ldy, pool, sum);
+        return;
+    }
     switch (W.type) {
     case ggml_type::F32: {
         const auto* w = static_cast<const float*>(W.data);
@@ -159,7 +184,7 @@ ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::si
         break;
 #endif
     default:
-        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1 &&
+        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1 && !invariant &&
             current_batch_activations() == batch_activations::exact) {
             quant::panels::matmul(W.type, W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
             return;

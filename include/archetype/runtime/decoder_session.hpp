@@ -41,6 +41,7 @@
 #include "archetype/kernels/batch_activations.hpp"
 #include "archetype/kernels/attention.hpp"
 #include "archetype/kernels/convert.hpp"
+#include "archetype/kernels/decode_rows.hpp"
 #include "archetype/kernels/embedding_row.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/quant/dequantize.hpp"
@@ -75,6 +76,10 @@ struct decoder_session_options {
     /// How prompt batches meet quantised weights (kernels/batch_activations.hpp): exact
     /// (float activations, the default) or int8 (llama.cpp's rounding; faster on AVX-512 VNNI).
     kernels::batch_activations batch_activations = kernels::batch_activations::exact;
+    /// decode: every sequence's row bitwise what it gets decoded alone, whatever the batch
+    /// (kernels/decode_rows.hpp; a serving scheduler turns it on). Off: batches of
+    /// quant::panels::min_tokens rows or more take the float panels, faster on some CPUs.
+    bool batch_invariant_decode = false;
 };
 
 
@@ -216,8 +221,11 @@ public:
             groups_.push_back({std::size_t(seqs[i]), i, 1});
             pos_[i] = cache_.n_past(std::size_t(seqs[i]));
         }
+        const kernels::decode_rows_invariant_scope rows(opt_.batch_invariant_decode);
         forward(tokens.data(), seqs.size(), 0, seqs.size(), logits, hidden);
     }
+    /// Turns batch_invariant_decode (the options') on or off for the next decode calls.
+    void set_batch_invariant_decode(bool on) noexcept { opt_.batch_invariant_decode = on; }
 
     /// One token for one sequence: logits (may be null) [n_vocab].
     void decode(seq_id seq, std::int32_t token, float* logits, float* hidden = nullptr) {
