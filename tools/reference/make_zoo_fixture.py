@@ -1602,6 +1602,8 @@ import zoo_families  # noqa: E402  (tools/reference/zoo_families: the issue-40 f
 zoo_families.register(sys.modules[__name__])
 import zoo_families.issue39  # noqa: E402  (tools/reference/zoo_families/issue39.py: the issue-39 MoE/MLA families)
 zoo_families.issue39.register(sys.modules[__name__])
+import zoo_families.issue38  # noqa: E402  (tools/reference/zoo_families/issue38.py: the issue-38 state-space families)
+zoo_families.issue38.register(sys.modules[__name__])
 
 
 # ----------------------------------------------------------------------------------------

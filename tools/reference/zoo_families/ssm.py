@@ -1,0 +1,319 @@
+"""The float64 numpy mechanisms of the state-space families (issue 38), written once and reused by
+every preset: the causal depthwise convolution, Mamba-1's selective scan (with Jamba's dt/B/C
+RMSNorms), Mamba-2's SSD (scalar decay per head, grouped B/C, D skip, gate then GROUPED RMSNorm) and
+the gated DeltaNet of Qwen3-Next / Qwen3.5 (with the attention output gate). Each reads every size
+from the GGUF (npf.Meta) and every weight from its dequantised tensors (npf.Weights), and runs the
+plain token recurrence (the definition; no chunked form), so that it is an independent second
+reading of what the converted file describes. Also the perturbation rule of the SSM parameters and
+the converter's tensor edits written independently (for the bit-exact check). No torch /
+transformers at import time.
+
+Mechanisms as transformers 5.24 computes them (the numpy pass follows these; llama.cpp agrees where
+not said otherwise):
+
+causal conv (all three): s = [K-1 previous input rows (zeros at the start); this chunk's rows];
+    conv[t, c] = sum_{i<K} s[t+i, c] * w[c, i] + b[c] (w = ssm_conv1d.weight, ggml ne [K, C]; b absent
+    when the model has no conv bias); then silu.
+Mamba-1 (MambaMixer.slow_forward): xz = ssm_in(h); x, z = xz[:d_inner], xz[d_inner:]; x = silu(conv(x));
+    x_db = ssm_x(x) = [dt (dt_rank) | B (d_state) | C (d_state)]; (Jamba: dt, B, C each RMSNormed with
+    ssm_dt_norm / ssm_b_norm / ssm_c_norm, eps = the rms eps); dt = softplus(ssm_dt(dt) + ssm_dt.bias)
+    [d_inner]; A = ssm_a [d_inner, d_state] (= -exp(A_log), done by the converter);
+    S[c, :] = exp(dt[c] A[c, :]) S[c, :] + dt[c] B x[c]; y[c] = S[c, :] . C + D[c] x[c];
+    out = ssm_out(y * silu(z)).
+Mamba-2 (Mamba2Mixer.torch_forward): zxbcdt = ssm_in(h) = [z (d_inner) | xBC (d_inner + 2 G N) | dt (H)];
+    xBC = silu(conv(xBC)); x = xBC[:d_inner] as [H, P]; B, C = the next G*N, G*N as [G, N];
+    head h uses group h // (H / G); dt = softplus(dt + ssm_dt.bias) [H]; A = ssm_a [H] (scalar per head);
+    S_h = exp(dt_h A_h) S_h + dt_h x_h B_g^T ([P, N]); y_h = S_h C_g + D_h x_h;
+    y = y * silu(z), THEN RMSNorm over each group of d_inner / G channels (weight ssm_norm, eps = the
+    rms eps; MambaRMSNormGated with norm_before_gate=False; llama.cpp mamba-base.cpp:269-276);
+    out = ssm_out(y).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import npf
+
+A_RANGE = (1.0, 16.0)          # Mamba-2 / DeltaNet: A = -exp(A_log), A_log = log(U(1, 16)) (real init: log(1..H))
+DT_RANGE = (1e-3, 0.1)         # softplus(dt_bias) log-uniform in [1e-3, 0.1] (the models' time_step_min/max)
+
+
+# ---------------------------------------------------------------------------------------------
+# initialisation
+
+
+def perturb(model, zoo, *, zero_centered_norms: tuple[str, ...] = ()) -> list[str]:
+    """The zoo's rule (make_zoo_fixture._perturb_biases_and_norms / moe.perturb) extended to the SSM
+    parameters, in named_parameters() order (uses the global torch RNG, seeded by the caller):
+      A_log [H] (Mamba-2, DeltaNet)     log(U(1, 16))            (A = -exp(A_log) in [-16, -1])
+      A_log [d_inner, N] (Mamba-1)      log((1..N) * U(0.5, 1.5)) (the real S4D-real init log(1..N), perturbed)
+      dt_bias / dt_proj.bias            softplus^-1(exp(U(ln 1e-3, ln 0.1)))  (softplus(dt_bias) in [1e-3, 0.1])
+      D                                 1 + NORM_SCALE randn     (default ones)
+      conv1d.weight [C, 1, K]           N(0, CONV_STD)
+      norm weights named in zero_centered_norms (the model multiplies by 1 + w)   NORM_SCALE randn
+      everything else                   moe.perturb's rule (Linear N(0, INIT_STD), embeddings N(0, EMBED_STD),
+                                        biases BIAS_SCALE randn, norms 1 + NORM_SCALE randn, experts)
+    Returns what it touched."""
+    import types
+
+    import torch
+
+    from . import moe
+    touched = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf == "A_log" and p.ndim == 1:
+                p.copy_(torch.log(torch.empty_like(p).uniform_(*A_RANGE)))
+                kind = f"A_log = log(U{A_RANGE})"
+            elif leaf == "A_log" and p.ndim == 2:
+                n = p.shape[1]
+                base = torch.arange(1, n + 1, dtype=p.dtype).expand_as(p)
+                p.copy_(torch.log(base * torch.empty_like(p).uniform_(0.5, 1.5)))
+                kind = "A_log = log((1..N) * U(0.5, 1.5))"
+            elif leaf == "dt_bias" or name.endswith("dt_proj.bias"):
+                lo, hi = math.log(DT_RANGE[0]), math.log(DT_RANGE[1])
+                dt = torch.exp(torch.empty_like(p).uniform_(lo, hi))
+                p.copy_(dt + torch.log(-torch.expm1(-dt)))          # softplus^-1
+                kind = f"dt bias: softplus(b) log-uniform in {DT_RANGE}"
+            elif leaf == "D":
+                p.copy_(1.0 + zoo.NORM_SCALE * torch.randn_like(p))
+                kind = "D = 1 + 0.3 randn"
+            elif p.ndim == 3 and name.endswith("conv1d.weight"):
+                p.copy_(zoo.CONV_STD * torch.randn_like(p))
+                kind = f"conv weight N(0, {zoo.CONV_STD})"
+            elif p.ndim == 1 and name.endswith(zero_centered_norms) and zero_centered_norms:
+                p.copy_(zoo.NORM_SCALE * torch.randn_like(p))
+                kind = "zero-centred norm (1 + w): 0.3 randn"
+            else:
+                touched += moe.perturb(types.SimpleNamespace(named_parameters=lambda: [(name, p)],
+                                                             named_buffers=lambda: []), zoo)
+                continue
+            touched.append(f"{name} ({kind})")
+    return touched
+
+
+def softplus_dt_range(model) -> dict[str, Any]:
+    """min / max of softplus(dt bias) over the model (asserted in [1e-3, 0.1]) and of A (< 0)."""
+    import torch
+    sp, a = [], []
+    for name, p in model.named_parameters():
+        if name.endswith(("dt_bias", "dt_proj.bias")):
+            sp.append(torch.nn.functional.softplus(p.detach().double()))
+        if name.endswith("A_log"):
+            a.append(-torch.exp(p.detach().double()).flatten())
+    sp, a = torch.cat(sp), torch.cat(a)
+    assert DT_RANGE[0] * 0.999 <= float(sp.min()) and float(sp.max()) <= DT_RANGE[1] * 1.001, (sp.min(), sp.max())
+    assert float(a.max()) < 0, a.max()
+    return {"softplus_dt_bias_min": float(sp.min()), "softplus_dt_bias_max": float(sp.max()),
+            "A_min": float(a.min()), "A_max": float(a.max())}
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint -> GGUF tensor edits (independent of the converter; for the bit-exact check)
+
+
+def map_ssm_tensors(sd: dict, *, n_group: int | None = None, a_suffix: str = "A_log", a_column: bool,
+                    d_column: bool, norm_suffix: str | None = None, conv_suffix: str = "conv1d.weight") -> list[str]:
+    """The converter's SSM edits: conv1d.weight [C, 1, K] -> [C, K]; A_log -> A = -exp(A_log) (computed as
+    transformers computes A, `-torch.exp(A_log.float())`, so the GGUF's A equals transformers' own float32 A),
+    reshaped to [H, 1] for Mamba-2 (a_column); D [H] -> [H, 1] (d_column); the Mamba-2 gated norm
+    [d_inner] -> [G, d_inner / G] (norm_suffix, n_group)."""
+    import torch
+    notes = []
+    n_conv = n_a = n_d = n_norm = 0
+    for k in list(sd):
+        v = sd[k]
+        if k.endswith(conv_suffix) and v.ndim == 3:
+            assert v.shape[1] == 1, v.shape
+            sd[k] = np.ascontiguousarray(v[:, 0, :])
+            n_conv += 1
+        elif k.endswith(a_suffix):
+            a = (-torch.exp(torch.from_numpy(v).float())).numpy()
+            sd[k] = np.ascontiguousarray(a.reshape(*a.shape, 1) if a_column else a)
+            n_a += 1
+        elif k.endswith(".D") and d_column:
+            sd[k] = np.ascontiguousarray(v.reshape(*v.shape, 1))
+            n_d += 1
+        elif norm_suffix is not None and k.endswith(norm_suffix):
+            sd[k] = np.ascontiguousarray(v.reshape(n_group, v.shape[0] // n_group))
+            n_norm += 1
+    notes.append(f"{n_conv} conv1d.weight [C, 1, K] squeezed to [C, K] (ggml ne [K, C])")
+    notes.append(f"{n_a} A_log -> A = -exp(A_log) (float32, as transformers computes A)"
+                 + (", reshaped [H] -> [H, 1]" if a_column else ""))
+    if d_column:
+        notes.append(f"{n_d} D [H] -> [H, 1]")
+    if norm_suffix is not None:
+        notes.append(f"{n_norm} gated norm {norm_suffix} [d_inner] -> [G = {n_group}, d_inner / G]")
+    return notes
+
+
+def float64_a_log_from_gguf(model64, tensors: dict, pairs: list[tuple[str, str]]) -> list[str]:
+    """The converter stores A = -exp(A_log) rounded to float32; the float64 transformers model gets
+    A_log = log(-A_gguf) (float64), so that both sides use the GGUF's A."""
+    import torch
+    params = dict(model64.named_parameters())
+    for hf, gg in pairs:
+        a = tensors[gg].astype(np.float64).reshape(params[hf].shape)
+        assert (a < 0).all(), gg
+        with torch.no_grad():
+            params[hf].copy_(torch.from_numpy(np.log(-a)))
+    return [f"{len(pairs)} A_log set to log(-A) of the GGUF's float32 A (the converter's -exp rounding)"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the mechanisms
+
+
+def causal_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, state: np.ndarray | None = None):
+    """Depthwise causal conv: x [n, C], w [C, K], b [C] or None, state [K-1, C] (the previous inputs;
+    None = zeros). Returns (y [n, C] before the activation, the new state [K-1, C])."""
+    n, c = x.shape
+    k = w.shape[1]
+    assert w.shape[0] == c, (w.shape, x.shape)
+    s = np.concatenate([np.zeros((k - 1, c)) if state is None else state, x], axis=0)
+    y = np.zeros((n, c))
+    for i in range(k):
+        y += s[i:i + n] * w[:, i]
+    if b is not None:
+        y = y + b
+    return y, s[n:]
+
+
+def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=frozenset(),
+                 state: dict | None = None) -> np.ndarray:
+    """One Mamba-2 mixer (see the module docstring) on h [n, n_embd]. `state`: a dict carrying
+    "conv" and "ssm" across calls (filled in). ablate: "scan" (no state: y = D x), "grouped_norm" (one
+    RMSNorm over all d_inner), "norm_before_gate" (RMSNorm, then the gate), "D" (no skip)."""
+    d_conv, d_inner, n_state = m.int("ssm.conv_kernel"), m.int("ssm.inner_size"), m.int("ssm.state_size")
+    n_head, n_group = m.int("ssm.time_step_rank"), m.int("ssm.group_count")
+    eps = m.float("attention.layer_norm_rms_epsilon")
+    hd = d_inner // n_head
+    assert d_inner % n_head == 0 and n_head % n_group == 0 and d_inner % n_group == 0
+    n = h.shape[0]
+    zxbcdt = npf.linear(W, h, p + "ssm_in", bias=False)
+    d_xbc = d_inner + 2 * n_group * n_state
+    assert zxbcdt.shape[1] == d_inner + d_xbc + n_head, zxbcdt.shape
+    z, xbc, dt = zxbcdt[:, :d_inner], zxbcdt[:, d_inner:d_inner + d_xbc], zxbcdt[:, d_inner + d_xbc:]
+    st = state if state is not None else {}
+    w_conv = W(p + "ssm_conv1d.weight")
+    assert w_conv.shape == (d_xbc, d_conv), w_conv.shape
+    xbc, st["conv"] = causal_conv(xbc, w_conv, W(p + "ssm_conv1d.bias") if p + "ssm_conv1d.bias" in W else None,
+                                  st.get("conv"))
+    xbc = npf.silu(xbc)
+    x = xbc[:, :d_inner].reshape(n, n_head, hd)
+    B = xbc[:, d_inner:d_inner + n_group * n_state].reshape(n, n_group, n_state)
+    C = xbc[:, d_inner + n_group * n_state:].reshape(n, n_group, n_state)
+    dt = npf.softplus(dt + W(p + "ssm_dt.bias"))                       # [n, H]
+    A = W(p + "ssm_a").reshape(n_head)
+    D = W(p + "ssm_d").reshape(n_head)
+    assert (A < 0).all(), "ssm_a must be negative (-exp(A_log))"
+    grp = np.arange(n_head) // (n_head // n_group)                    # head h -> group h // (H / G)
+    S = st.get("ssm", np.zeros((n_head, hd, n_state)))
+    y = np.empty((n, n_head, hd))
+    for t in range(n):
+        if "scan" in ablate:
+            y[t] = 0.0
+            continue
+        dA = np.exp(dt[t] * A)                                        # [H]
+        S = S * dA[:, None, None] + (dt[t][:, None, None] * x[t][:, :, None]) * B[t][grp][:, None, :]
+        y[t] = np.einsum("hpn,hn->hp", S, C[t][grp])
+    st["ssm"] = S
+    if "D" not in ablate:
+        y = y + D[None, :, None] * x
+    y = y.reshape(n, d_inner)
+    wn = W(p + "ssm_norm.weight").reshape(-1)
+    assert wn.shape == (d_inner,), wn.shape
+    groups = 1 if "grouped_norm" in ablate else n_group
+    if "norm_before_gate" in ablate:
+        y = npf.rms_norm(y.reshape(n, groups, -1), 1.0, eps).reshape(n, d_inner) * wn * npf.silu(z)
+    else:
+        y = y * npf.silu(z)
+        y = npf.rms_norm(y.reshape(n, groups, -1), 1.0, eps).reshape(n, d_inner) * wn
+    return npf.linear(W, y, p + "ssm_out", bias=False)
+
+
+def mamba1_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=frozenset(),
+                 state: dict | None = None) -> np.ndarray:
+    """One Mamba-1 mixer (see the module docstring) on h [n, n_embd]; Jamba's dt/B/C RMSNorms when the
+    GGUF has ssm_dt_norm / ssm_b_norm / ssm_c_norm (or ssm.dt_b_c_rms is true: weightless RMSNorms,
+    FalconMamba). ablate: "scan", "dt_b_c_norm", "D"."""
+    d_conv, d_inner, n_state = m.int("ssm.conv_kernel"), m.int("ssm.inner_size"), m.int("ssm.state_size")
+    dt_rank = m.int("ssm.time_step_rank")
+    eps = m.float("attention.layer_norm_rms_epsilon")
+    n = h.shape[0]
+    xz = npf.linear(W, h, p + "ssm_in", bias=False)
+    assert xz.shape[1] == 2 * d_inner, xz.shape
+    x, z = xz[:, :d_inner], xz[:, d_inner:]
+    st = state if state is not None else {}
+    w_conv = W(p + "ssm_conv1d.weight")
+    assert w_conv.shape == (d_inner, d_conv), w_conv.shape
+    x, st["conv"] = causal_conv(x, w_conv, W(p + "ssm_conv1d.bias") if p + "ssm_conv1d.bias" in W else None,
+                                st.get("conv"))
+    x = npf.silu(x)
+    x_db = npf.linear(W, x, p + "ssm_x", bias=False)
+    assert x_db.shape[1] == dt_rank + 2 * n_state, x_db.shape
+    dt, B, C = x_db[:, :dt_rank], x_db[:, dt_rank:dt_rank + n_state], x_db[:, dt_rank + n_state:]
+    has_norms = p + "ssm_dt_norm.weight" in W
+    if has_norms or bool(m.get("ssm.dt_b_c_rms", False)):
+        if "dt_b_c_norm" in ablate:
+            for t in ("dt", "b", "c"):
+                if p + f"ssm_{t}_norm.weight" in W:
+                    W.mark_used(p + f"ssm_{t}_norm.weight")
+        else:
+            def nw(t):
+                return W(p + f"ssm_{t}_norm.weight") if has_norms else 1.0
+            dt, B, C = npf.rms_norm(dt, nw("dt"), eps), npf.rms_norm(B, nw("b"), eps), npf.rms_norm(C, nw("c"), eps)
+    dt = npf.softplus(npf.linear(W, dt, p + "ssm_dt", bias=True))     # [n, d_inner]
+    A = W(p + "ssm_a")
+    assert A.shape == (d_inner, n_state) and (A < 0).all(), A.shape
+    D = W(p + "ssm_d")
+    S = st.get("ssm", np.zeros((d_inner, n_state)))
+    y = np.empty((n, d_inner))
+    for t in range(n):
+        if "scan" in ablate:
+            y[t] = 0.0
+            continue
+        S = np.exp(dt[t][:, None] * A) * S + (dt[t] * x[t])[:, None] * B[t][None, :]
+        y[t] = S @ C[t]
+    st["ssm"] = S
+    if "D" not in ablate:
+        y = y + D * x
+    return npf.linear(W, y * npf.silu(z), p + "ssm_out", bias=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# the decoder driver (prompt in one chunk, or in two carrying every layer's state)
+
+
+def run_chunks(W: npf.Weights, ids: list[int], embed, layer, final, n_layer: int, *, split: int | None = None,
+               carry_conv_state: bool = True) -> np.ndarray:
+    """embed(ids) -> x; layer(il, x, p0, cache) -> x (cache: the layer's dict of states, kept across
+    chunks); final(x) -> logits. split: run ids[:split] then ids[split:] carrying every cache (conv
+    and SSM states, K/V); carry_conv_state=False drops the conv states at the split (to show that
+    they matter)."""
+    chunks = [ids] if split is None else [ids[:split], ids[split:]]
+    caches: list[dict] = [{} for _ in range(n_layer)]
+    out, p0 = [], 0
+    for ci, chunk in enumerate(chunks):
+        if ci > 0 and not carry_conv_state:
+            for c in caches:
+                c.pop("conv", None)
+        x = embed(chunk)
+        for il in range(n_layer):
+            x = layer(il, x, p0, caches[il])
+        out.append(final(x))
+        p0 += len(chunk)
+    W.check_all_used()
+    return np.concatenate(out, axis=0)
+
+
+def attention_cached(q: np.ndarray, k: np.ndarray, v: np.ndarray, p0: int, cache: dict, scale: float) -> np.ndarray:
+    """Causal GQA attention of this chunk's q [n, H, hd] over the cached and this chunk's k/v."""
+    if "k" in cache:
+        k, v = np.concatenate([cache["k"], k]), np.concatenate([cache["v"], v])
+    cache["k"], cache["v"] = k, v
+    return npf.attention(q, k, v, npf.causal_mask(q.shape[0], p0=p0), scale)
