@@ -418,6 +418,14 @@ class Family:
     #                                        (asserts family facts, e.g. the layer pattern)
     record_gguf: bool = False              # record every metadata key (but the vocabulary) and the
     #                                        tensor table in versions.json
+    # issue 38 (the state-space families, tools/reference/zoo_families/issue38.py):
+    converter_hparams: Callable[[Path], tuple[dict[str, Any], list[str]]] | None = None
+    #                                        (hf_dir) -> (hparams, notes): the converter class's __init__ is
+    #                                        wrapped to receive these hparams (loaded as that class loads them,
+    #                                        then edited: e.g. transformers 5's layer-type names mapped to the
+    #                                        ones the converter reads before it derives its layer lists);
+    #                                        the notes are recorded as "shims"
+    converter_args: tuple[str, ...] = ()   # extra convert_hf_to_gguf.py arguments (e.g. --no-mtp)
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
@@ -1670,8 +1678,19 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
                     shims_applied.append(what)
             return inner(self)
         cls.set_gguf_parameters = shimmed_set_gguf_parameters
+    original_init = cls.__dict__.get("__init__")
+    if fam.converter_hparams is not None:
+        init_inner = cls.__init__                # the class's own or the inherited one
+
+        def shimmed_init(self, dir_model, *args, **kwargs):
+            assert kwargs.get("hparams") is None, "the converter passed hparams itself"
+            hparams, notes = fam.converter_hparams(Path(dir_model))
+            if shims_applied is not None:
+                shims_applied.extend(notes)
+            init_inner(self, dir_model, *args, hparams=hparams, **kwargs)
+        cls.__init__ = shimmed_init
     argv = ["convert_hf_to_gguf.py", str(hf_dir), "--outtype", "f32", "--outfile", str(out_file),
-            "--model-name", model_name]
+            "--model-name", model_name, *fam.converter_args]
     saved_argv = sys.argv
     try:
         sys.argv = argv
@@ -1682,6 +1701,11 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
             cls.set_vocab = original
         else:
             del cls.set_vocab                   # inherited before: back to the base class's
+        if fam.converter_hparams is not None:
+            if original_init is not None:
+                cls.__init__ = original_init
+            else:
+                del cls.__init__
         if fam.converter_shims:
             if original_params is not None:
                 cls.set_gguf_parameters = original_params
@@ -1856,7 +1880,7 @@ def main() -> None:
     shims_applied: list[str] = []
     conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), hf_dir, gguf_work,
                                 model_name=f"zoo-{args.family}-tiny", shims_applied=shims_applied)
-    if fam.converter_shims:
+    if fam.converter_shims or fam.converter_hparams is not None:
         print("converter shims: " + ("; ".join(shims_applied) if shims_applied else "none needed"))
     commit = llama_cpp_commit(args.llama_cpp, args.llama_cpp_commit)
     if fam.gguf_added_keys:
