@@ -21,10 +21,13 @@
 #include "archetype/models/presets/gptneox.hpp"
 #include "archetype/models/presets/gpt_oss.hpp"
 #include "archetype/models/presets/granite.hpp"
+#include "archetype/models/presets/granitehybrid.hpp"
 #include "archetype/models/presets/granitemoe.hpp"
 #include "archetype/models/presets/hunyuan_dense.hpp"
 #include "archetype/models/presets/lfm2.hpp"
 #include "archetype/models/presets/llama.hpp"
+#include "archetype/models/presets/mamba.hpp"
+#include "archetype/models/presets/mamba2.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/mistral3.hpp"
 #include "archetype/models/presets/mixtral.hpp"
@@ -63,6 +66,7 @@ using decoder_architectures =
                       presets::apertus_architecture, presets::mistral3_architecture,
                       presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
                       presets::glm4moe_architecture, presets::gpt_oss_architecture,
-                      presets::deepseek2_architecture>;
+                      presets::deepseek2_architecture, presets::mamba_architecture, presets::mamba2_architecture,
+                      presets::granitehybrid_architecture, presets::granitehybrid_rope_architecture>;
 
 } // namespace archetype

@@ -26,6 +26,12 @@
 //                                                     weights&, float eps);
 //   template <class D, class Sublayers> static void forward(Sublayers&, const weights&);
 //   template <class D> static constexpr std::size_t norms_per_layer();   // for figures()
+//   optional: template <class Binder> static layer_parts parts(Binder&, std::size_t il);
+//                          which sublayers layer il has (default both): the loader binds a
+//                          mixer / a feed-forward only where the block says so, and the
+//                          session keeps no memory for a layer without a mixer (a block of
+//                          one sublayer: policies/block_single.hpp)
+//   optional: static constexpr bool feeds_forward = false;   no layer has a feed-forward
 // where Sublayers offers, over the n rows of one pass:
 //   std::size_t layer(), rows(), width()   the layer index, n, E
 //   float* stream()                the residual stream x [n x E]
@@ -99,7 +105,24 @@ struct ParallelResidualWith {
 using ParallelResidual = ParallelResidualWith<1>;
 using ParallelResidualTwoNorms = ParallelResidualWith<2>;
 
+/// Which sublayers a layer has (block_impl<B>::parts; both by default).
+struct layer_parts {
+    bool mixer = true, ffn = true;
+};
+
 namespace detail {
+/// Layer il's sublayers as the block shape says (both unless its block_impl has `parts`).
+template <class B, class Binder>
+layer_parts block_parts(Binder& b, std::size_t il) {
+    if constexpr (requires { block_impl<B>::parts(b, il); }) return block_impl<B>::parts(b, il);
+    else return {};
+}
+/// Whether any layer of block shape B may have a feed-forward.
+template <class B>
+inline constexpr bool block_feeds_forward = [] {
+    if constexpr (requires { B::feeds_forward; }) return bool(B::feeds_forward);
+    else return true;
+}();
 /// What a block keeps per layer: its block_impl's `weights`, or the norms.
 template <class B>
 struct block_weights {
