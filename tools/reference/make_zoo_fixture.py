@@ -1682,12 +1682,21 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
     if fam.converter_hparams is not None:
         init_inner = cls.__init__                # the class's own or the inherited one
 
+        model_base = importlib.import_module("conversion.base").ModelBase
+
         def shimmed_init(self, dir_model, *args, **kwargs):
+            # the class gets the edited hparams, and so does any ModelBase.load_hparams call made while it
+            # initialises (NemotronHModel.__init__ decides MoE or not from its own load_hparams)
             assert kwargs.get("hparams") is None, "the converter passed hparams itself"
             hparams, notes = fam.converter_hparams(Path(dir_model))
             if shims_applied is not None:
                 shims_applied.extend(notes)
-            init_inner(self, dir_model, *args, hparams=hparams, **kwargs)
+            saved_load = model_base.__dict__["load_hparams"]
+            model_base.load_hparams = staticmethod(lambda *a, **k: json.loads(json.dumps(hparams)))
+            try:
+                init_inner(self, dir_model, *args, hparams=hparams, **kwargs)
+            finally:
+                model_base.load_hparams = saved_load
         cls.__init__ = shimmed_init
     argv = ["convert_hf_to_gguf.py", str(hf_dir), "--outtype", "f32", "--outfile", str(out_file),
             "--model-name", model_name, *fam.converter_args]

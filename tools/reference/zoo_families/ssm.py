@@ -151,6 +151,22 @@ def map_ssm_tensors(sd: dict, *, n_group: int | None = None, a_suffix: str = "A_
     return notes
 
 
+def permute_qk_rows(sd: dict, zoo, n_head: int, n_kv: int) -> list[str]:
+    """q_proj / k_proj rows reordered per head to llama.cpp's adjacent-pair order (what LlamaModel.permute does
+    for the converter classes with undo_permute; zoo.interleave_rope_rows is the independent version). Under
+    NoPE this changes nothing in the model: q and k rows of a head move alike, so q.k is unchanged."""
+    n = 0
+    for k in list(sd):
+        if k.endswith("q_proj.weight"):
+            sd[k] = zoo.interleave_rope_rows(sd[k], n_head)
+            n += 1
+        elif k.endswith("k_proj.weight"):
+            sd[k] = zoo.interleave_rope_rows(sd[k], n_kv)
+            n += 1
+    assert n > 0
+    return [f"{n} q_proj / k_proj weights with rows in adjacent-pair order per head (LlamaModel.permute)"]
+
+
 def float64_a_log_from_gguf(model64, tensors: dict, pairs: list[tuple[str, str]]) -> list[str]:
     """The converter stores A = -exp(A_log) rounded to float32; the float64 transformers model gets
     A_log = log(-A_gguf) (float64), so that both sides use the GGUF's A."""
@@ -184,9 +200,10 @@ def causal_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, state: np.nd
 
 
 def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=frozenset(),
-                 state: dict | None = None) -> np.ndarray:
+                 state: dict | None = None, dt_min: float = 0.0) -> np.ndarray:
     """One Mamba-2 mixer (see the module docstring) on h [n, n_embd]. `state`: a dict carrying
-    "conv" and "ssm" across calls (filled in). ablate: "scan" (no state: y = D x), "grouped_norm" (one
+    "conv" and "ssm" across calls (filled in). dt_min: dt = max(softplus(.), dt_min) (transformers' Nemotron-H
+    clamps at config.time_step_min; no GGUF key, llama.cpp does not clamp). ablate: "scan" (no state: y = D x), "grouped_norm" (one
     RMSNorm over all d_inner), "norm_before_gate" (RMSNorm, then the gate), "D" (no skip)."""
     d_conv, d_inner, n_state = m.int("ssm.conv_kernel"), m.int("ssm.inner_size"), m.int("ssm.state_size")
     n_head, n_group = m.int("ssm.time_step_rank"), m.int("ssm.group_count")
@@ -207,7 +224,7 @@ def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=f
     x = xbc[:, :d_inner].reshape(n, n_head, hd)
     B = xbc[:, d_inner:d_inner + n_group * n_state].reshape(n, n_group, n_state)
     C = xbc[:, d_inner + n_group * n_state:].reshape(n, n_group, n_state)
-    dt = npf.softplus(dt + W(p + "ssm_dt.bias"))                       # [n, H]
+    dt = np.maximum(npf.softplus(dt + W(p + "ssm_dt.bias")), dt_min)  # [n, H]
     A = W(p + "ssm_a").reshape(n_head)
     D = W(p + "ssm_d").reshape(n_head)
     assert (A < 0).all(), "ssm_a must be negative (-exp(A_log))"
