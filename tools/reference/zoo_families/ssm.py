@@ -25,7 +25,8 @@ Mamba-2 (Mamba2Mixer.torch_forward): zxbcdt = ssm_in(h) = [z (d_inner) | xBC (d_
     head h uses group h // (H / G); dt = softplus(dt + ssm_dt.bias) [H]; A = ssm_a [H] (scalar per head);
     S_h = exp(dt_h A_h) S_h + dt_h x_h B_g^T ([P, N]); y_h = S_h C_g + D_h x_h;
     y = y * silu(z), THEN RMSNorm over each group of d_inner / G channels (weight ssm_norm, eps = the
-    rms eps; MambaRMSNormGated with norm_before_gate=False; llama.cpp mamba-base.cpp:269-276);
+    rms eps; MambaRMSNormGated with norm_before_gate=False; llama.cpp mamba-base.cpp:269-276; a file without
+    ssm_norm, Falcon-H1's mamba_rms_norm false, has no norm: y * silu(z));
     out = ssm_out(y).
 """
 from __future__ import annotations
@@ -242,6 +243,8 @@ def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=f
     if "D" not in ablate:
         y = y + D[None, :, None] * x
     y = y.reshape(n, d_inner)
+    if p + "ssm_norm.weight" not in W:           # optional (Falcon-H1 with mamba_rms_norm false): y * silu(z)
+        return npf.linear(W, y * npf.silu(z), p + "ssm_out", bias=False)
     wn = W(p + "ssm_norm.weight").reshape(-1)
     assert wn.shape == (d_inner,), wn.shape
     groups = 1 if "grouped_norm" in ablate else n_group
