@@ -1700,6 +1700,9 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
         cls.__init__ = shimmed_init
     argv = ["convert_hf_to_gguf.py", str(hf_dir), "--outtype", "f32", "--outfile", str(out_file),
             "--model-name", model_name, *fam.converter_args]
+    if fam.converter_args and shims_applied is not None:
+        shims_applied.append(f"convert_hf_to_gguf.py run with the extra arguments {list(fam.converter_args)} "
+                             f"(the family module's docstring says why)")
     saved_argv = sys.argv
     try:
         sys.argv = argv
