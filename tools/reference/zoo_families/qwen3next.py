@@ -45,7 +45,7 @@ def converter_hparams_with_interval(hf_dir):
     hp = ModelBase.load_hparams(hf_dir, False)
     assert "full_attention_interval" not in hp
     hp["full_attention_interval"] = interval_of(hp["layer_types"])
-    return hp, [f"conversion.qwen.{'Qwen3NextModel'}.__init__ given its hparams (ModelBase.load_hparams) with "
+    return hp, [f"the converter class's __init__ (conversion/qwen.py) given its hparams (ModelBase.load_hparams) with "
                 f"full_attention_interval = {hp['full_attention_interval']} derived from layer_types "
                 f"{hp['layer_types']} (transformers 5 saves no interval; the converter would write its default 4)"]
 
@@ -113,8 +113,17 @@ def float64_norms_and_a(model64, tensors, norm_pairs, a_pairs) -> list[str]:
     with torch.no_grad():
         for hf, gg in norm_pairs:
             params[hf].copy_(torch.from_numpy(tensors[gg].astype(np.float64) - 1.0).reshape(params[hf].shape))
+    # the RMSNorm eps as the GGUF stores it (float32 1e-6 = 9.99999997e-07): the DeltaNet's gated norm sees
+    # outputs small enough at the first tokens for the difference to show at 1e-10
+    n_eps = 0
+    for mod in model64.modules():
+        for attr in ("variance_epsilon", "eps"):
+            if isinstance(getattr(mod, attr, None), float) and getattr(mod, attr) == 1e-6:
+                setattr(mod, attr, float(np.float32(1e-6)))
+                n_eps += 1
     return ssm.float64_a_log_from_gguf(model64, tensors, a_pairs) + [
-        f"{len(norm_pairs)} (1 + w) norm weights set to gguf - 1"]
+        f"{len(norm_pairs)} (1 + w) norm weights set to gguf - 1",
+        f"{n_eps} RMSNorm eps set to the GGUF's float32 value {float(np.float32(1e-6))!r}"]
 
 
 def gguf_norm_name(hf: str) -> str:
