@@ -426,6 +426,12 @@ class Family:
     #                                        ones the converter reads before it derives its layer lists);
     #                                        the notes are recorded as "shims"
     converter_args: tuple[str, ...] = ()   # extra convert_hf_to_gguf.py arguments (e.g. --no-mtp)
+    converter_checkpoint: Callable[[Path, Path], list[str]] | None = None
+    #                                        (hf_dir, out_dir) -> notes: writes the checkpoint the converter reads
+    #                                        (the same values in the layout this converter expects, e.g. Jamba's
+    #                                        experts one tensor per expert as transformers 4 saved them); the
+    #                                        notes are recorded as "shims"; the bit-exact check still compares
+    #                                        the GGUF with transformers' own state_dict
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
@@ -1890,9 +1896,16 @@ def main() -> None:
     # 3. the GGUF
     gguf_work = work / "model.gguf"
     shims_applied: list[str] = []
-    conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), hf_dir, gguf_work,
+    conv_src = hf_dir
+    if fam.converter_checkpoint is not None:
+        # the converter reads a copy of the checkpoint in the layout it expects (same values; see the family)
+        conv_src = work / "hf-converter"
+        if conv_src.exists():
+            shutil.rmtree(conv_src)
+        shims_applied.extend(fam.converter_checkpoint(hf_dir, conv_src))
+    conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), conv_src, gguf_work,
                                 model_name=f"zoo-{args.family}-tiny", shims_applied=shims_applied)
-    if fam.converter_shims or fam.converter_hparams is not None:
+    if fam.converter_shims or fam.converter_hparams is not None or fam.converter_checkpoint is not None:
         print("converter shims: " + ("; ".join(shims_applied) if shims_applied else "none needed"))
     commit = llama_cpp_commit(args.llama_cpp, args.llama_cpp_commit)
     if fam.gguf_added_keys:
@@ -2374,7 +2387,8 @@ def main() -> None:
         },
         "converter": {
             "script": "convert_hf_to_gguf.py (llama.cpp tree at llama_cpp_commit, its own gguf-py)",
-            "args": [{str(hf_dir): "<work>/hf", str(gguf_work): "<work>/model.gguf"}.get(a, a) for a in conv_args],
+            "args": [{str(hf_dir): "<work>/hf", str(work / "hf-converter"): "<work>/hf-converter",
+                      str(gguf_work): "<work>/model.gguf"}.get(a, a) for a in conv_args],
             "patched": f"{fam.converter_class[0]}.{fam.converter_class[1]}.set_vocab -> dummy vocabulary "
                        f"('gpt2', pre 'default', tokens '<t0>'..'<t{config.vocab_size - 1}>', "
                        f"bos {DUMMY_BOS}, eos {DUMMY_EOS} CONTROL, merges ['< t'], add_bos/add_eos false)",
