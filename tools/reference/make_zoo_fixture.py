@@ -87,6 +87,17 @@ e.g. Gemma's 1 + w or Llama-3's rope_freqs, the float64 model is given the GGUF'
 numpy pass must match it to < 1e-9 relative (measured 2e-15 .. 7e-13); the float32 logits (the
 fixture) must match the numpy pass to < 1e-5 x max(1, max |logit|).
 
+The issue-38 families (state-space and hybrid models: mamba, mamba2, granitehybrid, nemotron_h, falcon-h1,
+qwen3next, qwen35, jamba; tools/reference/zoo_families/issue38.py, one module each, their float64 mechanisms
+written once in zoo_families/ssm.py) use the same hooks and three more for this converter, which was written
+against transformers 4 and reads some transformers-5 checkpoints silently wrong: `converter_hparams` (the
+converter class's __init__, and any ModelBase.load_hparams call it makes, get an edited copy of the config:
+e.g. transformers 5's layer-type names mapped to the ones the converter reads), `converter_args` (e.g.
+--no-mtp) and `converter_checkpoint` (the converter reads a copy of the checkpoint in the layout it expects,
+same values). What each did is recorded under "shims"; the family checks assert that the GGUF's per-layer
+arrays / interval reproduce the transformers config's layer types. These families also run the numpy pass on
+the 40-token prompt as 20 + 20 tokens carrying every layer's conv / SSM state and K/V (conv_state_split).
+
 Requirements (a virtual environment OUTSIDE the repository; see tools/reference/README.md):
     numpy, torch (CPU is enough), transformers, safetensors, sentencepiece (imported by the
     converter's vocab code), requests/pyyaml/tqdm (gguf-py), and a llama.cpp tree holding

@@ -28,6 +28,8 @@ Mamba-2 (Mamba2Mixer.torch_forward): zxbcdt = ssm_in(h) = [z (d_inner) | xBC (d_
     rms eps; MambaRMSNormGated with norm_before_gate=False; llama.cpp mamba-base.cpp:269-276; a file without
     ssm_norm, Falcon-H1's mamba_rms_norm false, has no norm: y * silu(z));
     out = ssm_out(y).
+gated DeltaNet and the gated attention (Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet, Qwen3NextAttention): see
+    gated_deltanet and gated_attention below.
 """
 from __future__ import annotations
 
