@@ -25,8 +25,11 @@ Mamba-2 (Mamba2Mixer.torch_forward): zxbcdt = ssm_in(h) = [z (d_inner) | xBC (d_
     head h uses group h // (H / G); dt = softplus(dt + ssm_dt.bias) [H]; A = ssm_a [H] (scalar per head);
     S_h = exp(dt_h A_h) S_h + dt_h x_h B_g^T ([P, N]); y_h = S_h C_g + D_h x_h;
     y = y * silu(z), THEN RMSNorm over each group of d_inner / G channels (weight ssm_norm, eps = the
-    rms eps; MambaRMSNormGated with norm_before_gate=False; llama.cpp mamba-base.cpp:269-276);
+    rms eps; MambaRMSNormGated with norm_before_gate=False; llama.cpp mamba-base.cpp:269-276; a file without
+    ssm_norm, Falcon-H1's mamba_rms_norm false, has no norm: y * silu(z));
     out = ssm_out(y).
+gated DeltaNet and the gated attention (Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet, Qwen3NextAttention): see
+    gated_deltanet and gated_attention below.
 """
 from __future__ import annotations
 
@@ -151,6 +154,22 @@ def map_ssm_tensors(sd: dict, *, n_group: int | None = None, a_suffix: str = "A_
     return notes
 
 
+def permute_qk_rows(sd: dict, zoo, n_head: int, n_kv: int) -> list[str]:
+    """q_proj / k_proj rows reordered per head to llama.cpp's adjacent-pair order (what LlamaModel.permute does
+    for the converter classes with undo_permute; zoo.interleave_rope_rows is the independent version). Under
+    NoPE this changes nothing in the model: q and k rows of a head move alike, so q.k is unchanged."""
+    n = 0
+    for k in list(sd):
+        if k.endswith("q_proj.weight"):
+            sd[k] = zoo.interleave_rope_rows(sd[k], n_head)
+            n += 1
+        elif k.endswith("k_proj.weight"):
+            sd[k] = zoo.interleave_rope_rows(sd[k], n_kv)
+            n += 1
+    assert n > 0
+    return [f"{n} q_proj / k_proj weights with rows in adjacent-pair order per head (LlamaModel.permute)"]
+
+
 def float64_a_log_from_gguf(model64, tensors: dict, pairs: list[tuple[str, str]]) -> list[str]:
     """The converter stores A = -exp(A_log) rounded to float32; the float64 transformers model gets
     A_log = log(-A_gguf) (float64), so that both sides use the GGUF's A."""
@@ -184,9 +203,10 @@ def causal_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, state: np.nd
 
 
 def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=frozenset(),
-                 state: dict | None = None) -> np.ndarray:
+                 state: dict | None = None, dt_min: float = 0.0) -> np.ndarray:
     """One Mamba-2 mixer (see the module docstring) on h [n, n_embd]. `state`: a dict carrying
-    "conv" and "ssm" across calls (filled in). ablate: "scan" (no state: y = D x), "grouped_norm" (one
+    "conv" and "ssm" across calls (filled in). dt_min: dt = max(softplus(.), dt_min) (transformers' Nemotron-H
+    clamps at config.time_step_min; no GGUF key, llama.cpp does not clamp). ablate: "scan" (no state: y = D x), "grouped_norm" (one
     RMSNorm over all d_inner), "norm_before_gate" (RMSNorm, then the gate), "D" (no skip)."""
     d_conv, d_inner, n_state = m.int("ssm.conv_kernel"), m.int("ssm.inner_size"), m.int("ssm.state_size")
     n_head, n_group = m.int("ssm.time_step_rank"), m.int("ssm.group_count")
@@ -207,7 +227,7 @@ def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=f
     x = xbc[:, :d_inner].reshape(n, n_head, hd)
     B = xbc[:, d_inner:d_inner + n_group * n_state].reshape(n, n_group, n_state)
     C = xbc[:, d_inner + n_group * n_state:].reshape(n, n_group, n_state)
-    dt = npf.softplus(dt + W(p + "ssm_dt.bias"))                       # [n, H]
+    dt = np.maximum(npf.softplus(dt + W(p + "ssm_dt.bias")), dt_min)  # [n, H]
     A = W(p + "ssm_a").reshape(n_head)
     D = W(p + "ssm_d").reshape(n_head)
     assert (A < 0).all(), "ssm_a must be negative (-exp(A_log))"
@@ -225,6 +245,8 @@ def mamba2_mixer(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, ablate=f
     if "D" not in ablate:
         y = y + D[None, :, None] * x
     y = y.reshape(n, d_inner)
+    if p + "ssm_norm.weight" not in W:           # optional (Falcon-H1 with mamba_rms_norm false): y * silu(z)
+        return npf.linear(W, y * npf.silu(z), p + "ssm_out", bias=False)
     wn = W(p + "ssm_norm.weight").reshape(-1)
     assert wn.shape == (d_inner,), wn.shape
     groups = 1 if "grouped_norm" in ablate else n_group
@@ -317,3 +339,111 @@ def attention_cached(q: np.ndarray, k: np.ndarray, v: np.ndarray, p0: int, cache
         k, v = np.concatenate([cache["k"], k]), np.concatenate([cache["v"], v])
     cache["k"], cache["v"] = k, v
     return npf.attention(q, k, v, npf.causal_mask(q.shape[0], p0=p0), scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# gated DeltaNet (Qwen3-Next, Qwen3.5) and the gated attention of their full-attention layers
+
+
+def l2norm(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """x * rsqrt(sum x^2 + eps) over the last axis (transformers' l2norm, the FLA library's; ggml_l2_norm divides
+    by max(sqrt(sum x^2), eps) instead: the same unless |x| ~ sqrt(eps))."""
+    return x / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + eps)
+
+
+def gated_deltanet(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, *, v_order: str, ablate=frozenset(),
+                   state: dict | None = None) -> np.ndarray:
+    """One gated DeltaNet mixer on h [n, n_embd] (transformers Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet with
+    torch_recurrent_gated_delta_rule, read from the GGUF):
+      sizes   dk = ssm.state_size, nk = ssm.group_count (key heads), nv = ssm.time_step_rank (value heads),
+              dv = ssm.inner_size / nv, K = ssm.conv_kernel, r = nv / nk
+      qkv = attn_qkv(h) = [q (nk dk) | k (nk dk) | v (nv dv)]; z = attn_gate(h) [nv dv]
+      b, a per value head: from ssm_ba (Qwen3-Next: rows per key head g [b_(g,0..r-1) | a_(g,0..r-1)]) or
+              ssm_beta / ssm_alpha (Qwen3.5)
+      qkv = silu(conv(qkv)) (depthwise causal, NO bias, state = last K-1 inputs)
+      q, k = l2norm per head (x rsqrt(sum x^2 + 1e-6)); q = q / sqrt(dk)
+      value head j uses key head j // r (v_order "grouped": HF's order, Qwen3-Next's GGUF) or j % nk ("tiled":
+              Qwen3.5's GGUF, whose V heads the converter reorders from grouped to tiled)
+      beta = sigmoid(b); g = A * softplus(a + ssm_dt.bias) (A = ssm_a = -exp(A_log) < 0)
+      S_j [dk, dv] (zeros at the start): S_j = exp(g_j) S_j; delta = (v_j - S_j^T k) beta_j;
+              S_j = S_j + k delta^T; o_j = S_j^T q
+      o_j = rms(o_j) * ssm_norm (per head over dv, eps = the rms eps, NORM THEN GATE) * silu(z_j)
+      out = ssm_out(o)
+    ablate: "delta" (no delta correction: S += k v^T beta), "decay" (g = 0), "l2norm", "gate" (no silu(z))."""
+    K, dk, nk = m.int("ssm.conv_kernel"), m.int("ssm.state_size"), m.int("ssm.group_count")
+    nv = m.int("ssm.time_step_rank")
+    dv = m.int("ssm.inner_size") // nv
+    assert dv * nv == m.int("ssm.inner_size") and nv % nk == 0
+    r = nv // nk
+    eps = m.float("attention.layer_norm_rms_epsilon")
+    n = h.shape[0]
+    qkv = npf.linear(W, h, p + "attn_qkv", bias=False)
+    assert qkv.shape[1] == 2 * nk * dk + nv * dv, qkv.shape
+    z = npf.linear(W, h, p + "attn_gate", bias=False).reshape(n, nv, dv)
+    if p + "ssm_ba.weight" in W:
+        ba = npf.linear(W, h, p + "ssm_ba", bias=False).reshape(n, nk, 2 * r)
+        b, a = ba[:, :, :r].reshape(n, nv), ba[:, :, r:].reshape(n, nv)
+    else:
+        b, a = npf.linear(W, h, p + "ssm_beta", bias=False), npf.linear(W, h, p + "ssm_alpha", bias=False)
+    st = state if state is not None else {}
+    w_conv = W(p + "ssm_conv1d.weight")
+    assert w_conv.shape == (qkv.shape[1], K), w_conv.shape
+    assert p + "ssm_conv1d.bias" not in W
+    qkv, st["conv"] = causal_conv(qkv, w_conv, None, st.get("conv"))
+    qkv = npf.silu(qkv)
+    q = qkv[:, :nk * dk].reshape(n, nk, dk)
+    k = qkv[:, nk * dk:2 * nk * dk].reshape(n, nk, dk)
+    v = qkv[:, 2 * nk * dk:].reshape(n, nv, dv)
+    if "l2norm" not in ablate:
+        q, k = l2norm(q), l2norm(k)
+    q = q / math.sqrt(dk)
+    assert v_order in ("grouped", "tiled"), v_order
+    kh = np.arange(nv) // r if v_order == "grouped" else np.arange(nv) % nk
+    A = W(p + "ssm_a").reshape(nv)
+    assert (A < 0).all()
+    beta = 1.0 / (1.0 + np.exp(-b))
+    g = A * npf.softplus(a + W(p + "ssm_dt.bias"))                   # [n, nv], < 0
+    if "decay" in ablate:
+        g = np.zeros_like(g)
+    S = st.get("ssm", np.zeros((nv, dk, dv)))
+    o = np.empty((n, nv, dv))
+    for t in range(n):
+        kt, qt = k[t][kh], q[t][kh]                                   # [nv, dk]
+        S = S * np.exp(g[t])[:, None, None]
+        if "delta" in ablate:
+            delta = v[t] * beta[t][:, None]
+        else:
+            delta = (v[t] - np.einsum("jkd,jk->jd", S, kt)) * beta[t][:, None]
+        S = S + kt[:, :, None] * delta[:, None, :]
+        o[t] = np.einsum("jkd,jk->jd", S, qt)
+    st["ssm"] = S
+    o = npf.rms_norm(o, W(p + "ssm_norm.weight"), eps)
+    if "gate" not in ablate:
+        o = o * npf.silu(z)
+    return npf.linear(W, o.reshape(n, nv * dv), p + "ssm_out", bias=False)
+
+
+def gated_attention(W: npf.Weights, m: npf.Meta, h: np.ndarray, p: str, p0: int, cache: dict, *, ablate=frozenset(),
+                    rope_style: str = "neox") -> np.ndarray:
+    """Qwen3-Next / Qwen3.5 full attention (transformers Qwen3NextAttention): attn_q rows per head [q_h (hd) |
+    g_h (hd)] (interleaved per head, 2 n_head hd rows); q and k per-head RMSNorm (attn_q_norm / attn_k_norm
+    [hd], the file's weights, eps = the rms eps) BEFORE partial RoPE on the first rope.dimension_count dims
+    (NEOX pairs (i, i + n_rot/2)); causal GQA, scale 1/sqrt(hd); o = o * sigmoid(g) (the output gate, per
+    element, before attn_output); out = attn_output(o). ablate: "output_gate" (no gate)."""
+    n_head, n_kv = m.int("attention.head_count"), m.int("attention.head_count_kv")
+    hd = m.int("attention.key_length")
+    eps = m.float("attention.layer_norm_rms_epsilon")
+    n_rot = m.int("rope.dimension_count", hd)
+    n = h.shape[0]
+    qg = npf.linear(W, h, p + "attn_q", bias=False).reshape(n, n_head, 2 * hd)
+    q, gate = qg[..., :hd], qg[..., hd:].reshape(n, n_head * hd)
+    k = npf.heads(npf.linear(W, h, p + "attn_k", bias=False), n_kv)
+    v = npf.heads(npf.linear(W, h, p + "attn_v", bias=False), n_kv)
+    q = npf.rms_norm(q, W(p + "attn_q_norm.weight"), eps)
+    k = npf.rms_norm(k, W(p + "attn_k_norm.weight"), eps)
+    cos, sin = npf.rope_cos_sin(p0 + np.arange(n), npf.rope_inv_freq(n_rot, m.float("rope.freq_base")))
+    q, k = npf.rope(q, cos, sin, rope_style), npf.rope(k, cos, sin, rope_style)
+    o = attention_cached(q, k, v, p0, cache, 1.0 / math.sqrt(hd))
+    if "output_gate" not in ablate:
+        o = o / (1.0 + np.exp(-gate))
+    return npf.linear(W, o, p + "attn_output", bias=False)
