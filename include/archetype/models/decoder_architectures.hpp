@@ -12,6 +12,7 @@
 #include "archetype/models/presets/ernie4_5.hpp"
 #include "archetype/models/presets/exaone4.hpp"
 #include "archetype/models/presets/falcon.hpp"
+#include "archetype/models/presets/falcon_h1.hpp"
 #include "archetype/models/presets/gemma.hpp"
 #include "archetype/models/presets/gemma2.hpp"
 #include "archetype/models/presets/gemma3.hpp"
@@ -30,6 +31,7 @@
 #include "archetype/models/presets/mamba2.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/mistral3.hpp"
+#include "archetype/models/presets/nemotron_h.hpp"
 #include "archetype/models/presets/mixtral.hpp"
 #include "archetype/models/presets/olmo2.hpp"
 #include "archetype/models/presets/olmo3.hpp"
@@ -67,6 +69,7 @@ using decoder_architectures =
                       presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
                       presets::glm4moe_architecture, presets::gpt_oss_architecture,
                       presets::deepseek2_architecture, presets::mamba_architecture, presets::mamba2_architecture,
-                      presets::granitehybrid_architecture, presets::granitehybrid_rope_architecture>;
+                      presets::granitehybrid_architecture, presets::granitehybrid_rope_architecture,
+                      presets::nemotron_h_architecture, presets::falcon_h1_architecture>;
 
 } // namespace archetype

@@ -72,17 +72,23 @@ struct block_norms {
     layers::norm_weights attn_post_norm, ffn_post_norm; // after them (sandwich, norm-after)
 };
 
+/// How a norm's weight is named: <stem>.weight (and .bias), or the bare stem (llama.cpp's
+/// falcon-h1 files its FFN norm as blk.N.ffn_norm, no suffix).
+enum class norm_tensor { suffixed, bare };
+
 /// The pre-norms are blk.N.<AttnNorm> (before the mixer) and blk.N.<FfnNorm> (before
 /// the feed-forward); Seed-OSS files the latter as post_attention_norm.
-template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm">
+template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm", norm_tensor FfnName = norm_tensor::suffixed>
 struct SequentialBlockWith {
     using axis = archetype::axis::block;
     static constexpr std::string_view name = "SequentialBlock";
     static constexpr bool parallel = false;
     static std::string describe() {
-        const std::string names = AttnNorm.str() == "attn_norm" && FfnNorm.str() == "ffn_norm"
+        const std::string names = AttnNorm.str() == "attn_norm" && FfnNorm.str() == "ffn_norm" &&
+                                          FfnName == norm_tensor::suffixed
                                       ? ""
-                                      : " (norms " + AttnNorm.str() + ", " + FfnNorm.str() + ")";
+                                      : " (norms " + AttnNorm.str() + ", " + FfnNorm.str() +
+                                            (FfnName == norm_tensor::bare ? " without .weight" : "") + ")";
         return "sequential: x + mixer, then x + ffn" + names;
     }
 };
@@ -164,8 +170,8 @@ layers::norm_weights bind_norm(Binder& b, const std::string& name, std::size_t E
 }
 } // namespace detail
 
-template <tensor_stem AttnNorm, tensor_stem FfnNorm>
-struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm>> {
+template <tensor_stem AttnNorm, tensor_stem FfnNorm, norm_tensor FfnName>
+struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName>> {
     template <class D>
     static constexpr std::size_t norms_per_layer() {
         return (D::sandwich_norms ? 2 : 0) + (D::pre_norms ? 2 : 0);
@@ -173,13 +179,14 @@ struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm>> {
 
     template <class D, class Binder>
     static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
-        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm>::describe());
+        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm, FfnName>::describe());
         const std::size_t E = b.hparams().dims.n_embd;
         using norm_policy = typename D::norm;
         const std::string attn_norm = blk + AttnNorm.str(), ffn_norm = blk + FfnNorm.str();
         if constexpr (D::pre_norms) {
             L.attn_norm = detail::bind_norm<typename D::base_norm>(b, attn_norm, E, eps);
-            L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
+            if constexpr (FfnName == norm_tensor::bare) L.ffn_norm = {b.vector_f32(ffn_norm, E), nullptr, eps};
+            else L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
         } else if (b.file().find_tensor(attn_norm + ".weight") || b.file().find_tensor(ffn_norm + ".weight")) {
             throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + attn_norm +
                               ".weight): use " + D::base_norm::describe() + " or PrePostNorm<" +

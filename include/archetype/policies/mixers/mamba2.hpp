@@ -6,7 +6,7 @@
 //   [z | xBC | dt] = ssm_in(h)           z [d_inner], xBC [d_inner + 2·G·N], dt [H]
 //   xBC            = silu(conv1d(xBC) + conv_b)    depthwise causal, kernel K, with state
 //   [x | B | C]    = xBC                 x: H heads of P = d_inner / H; B, C: G groups of N
-//   dt             = softplus(dt + dt_b)
+//   dt             = softplus(dt + dt_b)          (at least DtMin: Mamba2With<DtMin>)
 //   y              = SSD(x, dt, A, B, C) + D ⊙ x   (kernels/ssd.hpp; A, D per head)
 //   y              = RMSNorm_G(y ⊙ silu(z)) · ssm_norm   gated first, then an RMSNorm over
 //                                                   each of the G groups of d_inner / G
@@ -40,15 +40,25 @@
 
 namespace archetype {
 
-struct Mamba2 {
+/// DtMin: a floor on dt after the softplus (0: none). Nemotron-H's transformers model clamps
+/// dt at config.time_step_min (1e-3), a value its GGUF does not carry (llama.cpp does not
+/// clamp): its preset says Mamba2With<1e-3f>.
+template <float DtMin = 0.f>
+struct Mamba2With {
+    static_assert(DtMin >= 0.f, "archetype: Mamba2With<DtMin>: the floor on dt is a non-negative time step");
     using axis = archetype::axis::mixer;
     static constexpr std::string_view name = "Mamba2";
     static constexpr bool attention = false;
-    static std::string describe() { return "Mamba2 (selective state space, SSD)"; }
+    static constexpr float dt_min = DtMin;
+    static std::string describe() {
+        return DtMin == 0.f ? "Mamba2 (selective state space, SSD)"
+                            : "Mamba2 (selective state space, SSD; dt >= " + std::to_string(DtMin) + ")";
+    }
 };
+using Mamba2 = Mamba2With<>;
 
-template <>
-struct mixer_impl<Mamba2> {
+template <float DtMin>
+struct mixer_impl<Mamba2With<DtMin>> {
     /// Tokens per chunk of the SSD's matrix form (prefill).
     static constexpr std::size_t chunk = 64;
 
@@ -111,7 +121,10 @@ struct mixer_impl<Mamba2> {
         float* ssd_scratch = dt + n * w.H;
         kernels::matmul(w.in_proj, in, E, n, zx, W, c.pool());
         for (std::size_t t = 0; t < n; ++t)
-            for (std::size_t h = 0; h < w.H; ++h) dt[t * w.H + h] = detail::softplus(zx[t * W + DI + cd + h] + w.dt_b[h]);
+            for (std::size_t h = 0; h < w.H; ++h) {
+                const float d = detail::softplus(zx[t * W + DI + cd + h] + w.dt_b[h]);
+                dt[t * w.H + h] = DtMin > 0.f && d < DtMin ? DtMin : d;
+            }
         for (const auto& g : c.groups()) {
             float* conv_state = c.state(g.seq);
             float* ssm_state = conv_state + conv_state_floats(w);
