@@ -30,6 +30,8 @@
 #include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
+#include "archetype/policies/mixers/gated_attention.hpp"
+#include "archetype/policies/mixers/gated_delta_net.hpp"
 #include "archetype/policies/mixers/hybrid.hpp"
 #include "archetype/policies/mixers/mamba.hpp"
 #include "archetype/policies/mixers/mamba2.hpp"

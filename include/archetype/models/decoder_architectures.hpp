@@ -26,6 +26,7 @@
 #include "archetype/models/presets/granitemoe.hpp"
 #include "archetype/models/presets/hunyuan_dense.hpp"
 #include "archetype/models/presets/lfm2.hpp"
+#include "archetype/models/presets/jamba.hpp"
 #include "archetype/models/presets/llama.hpp"
 #include "archetype/models/presets/mamba.hpp"
 #include "archetype/models/presets/mamba2.hpp"
@@ -41,7 +42,9 @@
 #include "archetype/models/presets/qwen2.hpp"
 #include "archetype/models/presets/qwen2moe.hpp"
 #include "archetype/models/presets/qwen3.hpp"
+#include "archetype/models/presets/qwen35.hpp"
 #include "archetype/models/presets/qwen3moe.hpp"
+#include "archetype/models/presets/qwen3next.hpp"
 #include "archetype/models/presets/seed_oss.hpp"
 #include "archetype/models/presets/smollm3.hpp"
 #include "archetype/models/presets/stablelm.hpp"
@@ -69,7 +72,8 @@ using decoder_architectures =
                       presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
                       presets::glm4moe_architecture, presets::gpt_oss_architecture,
                       presets::deepseek2_architecture, presets::mamba_architecture, presets::mamba2_architecture,
-                      presets::granitehybrid_architecture, presets::granitehybrid_rope_architecture,
-                      presets::nemotron_h_architecture, presets::falcon_h1_architecture>;
+                      presets::granitehybrid_architecture, presets::granitehybrid_moe_architecture,
+                      presets::nemotron_h_architecture, presets::falcon_h1_architecture,
+                      presets::qwen3next_architecture, presets::qwen35_architecture, presets::jamba_architecture>;
 
 } // namespace archetype

@@ -435,7 +435,10 @@ private:
                   std::size_t n_ff, layers::moe_weights& M) {
         using F = ffn_policy;
         const std::size_t E = h.n_embd;
-        if (il < n_dense) {
+        using dense_rule = dense_layers_impl<typename F::dense>;
+        bool dense = il < n_dense;
+        if constexpr (requires { dense_rule::dense(b, il); }) dense = dense || dense_rule::dense(b, il);
+        if (dense) {
             M.dense = true;
             M.dense_ffn = dense_ffn<typename F::expert>(b, blk, E, h.n_ff);
             return;

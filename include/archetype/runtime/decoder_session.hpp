@@ -584,6 +584,8 @@ private:
         /// v_dim floats of each key row, into attention_out() [n x n_head*v_dim].
         float* queries() noexcept { return s.q_.data(); }
         float* keys() noexcept { return s.k_.data(); }
+        /// value rows [n x n_head_kv*head_dim] (for attend_latent(0, ...): values of their own)
+        float* values() noexcept { return s.v_.data(); }
         float* attention_out() noexcept { return s.ao_.data(); }
         void rotate(float* x, std::size_t ld, std::size_t n_heads, std::size_t head_stride) noexcept {
             if (rope) layers::apply_rope(*rope, x, ld, n, n_heads, head_stride, s.cos_.data(), s.sin_.data());
