@@ -44,7 +44,8 @@ def float64_from_gguf(model64, meta, tensors):
     Granite's four multipliers (0.11 -> 0.10999999940395355; transformers reads them at __init__, logits_scaling
     at each forward)."""
     notes = ssm.float64_a_log_from_gguf(model64, tensors, [(f"model.layers.{il}.mamba.A_log", f"blk.{il}.ssm_a")
-                                                            for il, t in enumerate(LAYER_TYPES) if t == "linear_attention"])
+                                                            for il, t in enumerate(LAYER_TYPES) if t == "linear_attention"],
+                                          meta=meta)
     f32 = {k: float(np.float32(v)) for k, v in MULTIPLIERS.items()}
     model64.model.embedding_multiplier = f32["embedding_multiplier"]
     for layer in model64.model.layers:
