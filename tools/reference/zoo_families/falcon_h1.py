@@ -133,7 +133,8 @@ def float64_from_gguf(model64, meta, tensors):
         lay.ssm_out_multiplier = lay.attention_in_multiplier = lay.attn_out_multiplier = 1.0
         lay.self_attn.key_multiplier = 1.0
         lay.feed_forward.gate_multiplier = lay.feed_forward.down_multiplier = 1.0
-    return [f"all {len(params)} parameters set to the GGUF's tensors (multipliers folded in float32 by the "
+    return ssm.float64_eps_as_gguf(model64, float(meta["falcon-h1.attention.layer_norm_rms_epsilon"])) + [
+        f"all {len(params)} parameters set to the GGUF's tensors (multipliers folded in float32 by the "
             f"converter; A_log = log(-A)), every multiplier (and mup_vector) set to 1"]
 
 

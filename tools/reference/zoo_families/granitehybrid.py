@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from . import npf, ssm
+from . import moe, npf, ssm
 from .common import base_config
 
 LAYER_TYPES = ["linear_attention", "full_attention", "linear_attention"]
@@ -39,12 +39,14 @@ def converter_hparams(hf_dir):
                 f"names every layer would be Mamba-2 and head_count_kv all 0)"]
 
 
-def float64_from_gguf(model64, meta, tensors):
+def float64_from_gguf(model64, meta, tensors, layer_types=None):
     """The float64 model gets the GGUF's float32 values: A = -exp(A_log) (ssm.float64_a_log_from_gguf) and
     Granite's four multipliers (0.11 -> 0.10999999940395355; transformers reads them at __init__, logits_scaling
     at each forward)."""
     notes = ssm.float64_a_log_from_gguf(model64, tensors, [(f"model.layers.{il}.mamba.A_log", f"blk.{il}.ssm_a")
-                                                            for il, t in enumerate(LAYER_TYPES) if t == "linear_attention"])
+                                                            for il, t in enumerate(layer_types or LAYER_TYPES)
+                                                            if t == "linear_attention"],
+                                          meta=meta)
     f32 = {k: float(np.float32(v)) for k, v in MULTIPLIERS.items()}
     model64.model.embedding_multiplier = f32["embedding_multiplier"]
     for layer in model64.model.layers:
@@ -56,7 +58,7 @@ def float64_from_gguf(model64, meta, tensors):
 
 
 def forward(tensors, meta, arch, ids, rope_style, *, sliding_window=None, ablate=frozenset(), split=None,
-            carry_conv_state=True, **_):
+            carry_conv_state=True, stats=None, **_):
     assert sliding_window is None
     W, m = npf.Weights(tensors), npf.Meta(meta, arch)
     n_layer, n_embd = m.int("block_count"), m.int("embedding_length")
@@ -84,12 +86,18 @@ def forward(tensors, meta, arch, ids, rope_style, *, sliding_window=None, ablate
                 q, k = npf.rope(q, cos, sin, "norm"), npf.rope(k, cos, sin, "norm")
             y = npf.linear(W, ssm.attention_cached(q, k, v, p0, cache, attn_scale), p + "attn_output", bias=False)
         x = x + res_mul * y
-        f = npf.swiglu(W, npf.rms_norm(x, W(p + "ffn_norm.weight"), eps), p)
+        h2 = npf.rms_norm(x, W(p + "ffn_norm.weight"), eps)
+        if p + "ffn_gate_inp.weight" in W:       # MoE (expert_count > 0): routed experts + the ungated shared one
+            f = moe.moe_ffn(W, m, h2, p, gating="softmax", norm=True, ablate=ablate, stats=stats)
+        else:
+            f = npf.swiglu(W, h2, p)
         return x + res_mul * f
 
-    return ssm.run_chunks(W, ids, lambda c: W("token_embd.weight")[np.asarray(c)] * emb_mul, layer,
-                          lambda x: npf.head(W, npf.rms_norm(x, W("output_norm.weight"), eps)) / logit_div, n_layer,
-                          split=split, carry_conv_state=carry_conv_state)
+    out = ssm.run_chunks(W, ids, lambda c: W("token_embd.weight")[np.asarray(c)] * emb_mul, layer,
+                         lambda x: npf.head(W, npf.rms_norm(x, W("output_norm.weight"), eps)) / logit_div, n_layer,
+                         split=split, carry_conv_state=carry_conv_state)
+    moe.router_margin(stats)
+    return out
 
 
 def families(zoo):
@@ -184,4 +192,79 @@ def families(zoo):
                             "with bias; y * silu(z) then RMSNorm over all 128 channels (one group) * ssm_norm [1, 128]",
             "moe": "num_local_experts 0: no router; the shared_mlp is the dense FFN (llama.cpp: expert_count 0)",
         },
-    )}
+    ), "granitehybrid-moe": _moe_family(zoo, checkpoint_map)}
+
+
+MOE_LAYER_TYPES = ["linear_attention", "full_attention"]
+N_EXPERT, TOP_K, FF_EXP, FF_SHEXP = 4, 2, 16, 32
+
+
+def _moe_family(zoo, dense_checkpoint_map):
+    """granitehybrid-moe: Granite-4.0-H-tiny's shape, 2 layers (Mamba-2, NoPE attention), each with a MoE FFN:
+    router softmax over 4 experts, top-2, the two weights renormalised (transformers: softmax over the top-2
+    logits; llama.cpp granite-hybrid: softmax, norm_w true), SwiGLU experts (ff 16), plus the shared_mlp as an
+    UNGATED shared expert (ff 32; GGUF ffn_{gate,up,down}_shexp, expert_shared_feed_forward_length 32)."""
+    def checkpoint_map(sd, config, meta):
+        notes = dense_checkpoint_map(sd, config, meta)
+        return notes + moe.split_fused_gate_up(sd, "block_sparse_moe.experts.gate_up_proj")
+
+    def family_checks(model, config, meta, tensors):
+        m = npf.Meta(meta, "granitehybrid")
+        hkv = m.per_layer("attention.head_count_kv", m.int("block_count"))
+        assert hkv == [0, 2] and list(config.layer_types) == MOE_LAYER_TYPES, hkv
+        got = {k: m.int(k) for k in ("expert_count", "expert_used_count", "feed_forward_length",
+                                     "expert_shared_feed_forward_length", "ssm.group_count", "ssm.time_step_rank")}
+        assert got == {"expert_count": N_EXPERT, "expert_used_count": TOP_K, "feed_forward_length": FF_EXP,
+                       "expert_shared_feed_forward_length": FF_SHEXP, "ssm.group_count": 1,
+                       "ssm.time_step_rank": 8}, got
+        for il in range(2):
+            assert f"blk.{il}.ffn_gate_inp.weight" in tensors and f"blk.{il}.ffn_up_shexp.weight" in tensors
+            assert f"blk.{il}.ffn_gate_inp_shexp.weight" not in tensors and f"blk.{il}.ffn_up.weight" not in tensors
+        return {"ssm_init": ssm.softplus_dt_range(model), "gguf_keys_that_matter": got,
+                "layer_pattern": {"transformers_layer_types": MOE_LAYER_TYPES, "gguf_head_count_kv": hkv,
+                                  "rule": "Mamba-2 iff head_count_kv[il] == 0; MoE in every layer iff expert_count > 0; "
+                                          "shared expert iff expert_shared_feed_forward_length > 0"},
+                "routing": moe.routing_record(forward, tensors, meta, "granitehybrid", "norm", zoo.PROMPTS)}
+
+    cfg = base_config(
+        num_hidden_layers=len(MOE_LAYER_TYPES), layer_types=list(MOE_LAYER_TYPES), vocab_size=128,
+        intermediate_size=FF_EXP, shared_intermediate_size=FF_SHEXP, num_local_experts=N_EXPERT,
+        num_experts_per_tok=TOP_K, position_embedding_type=None, attention_bias=False, rms_norm_eps=1e-5,
+        tie_word_embeddings=True, mamba_n_heads=8, mamba_n_groups=1, mamba_d_state=16, mamba_d_head=16,
+        mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=16, mamba_conv_bias=True, mamba_proj_bias=False,
+        hidden_act="silu", experts_implementation="eager", output_router_logits=False, **MULTIPLIERS)
+    cfg.pop("head_dim")
+    return zoo.Family(
+        config_cls=zoo._transformers_class("GraniteMoeHybridConfig"),
+        model_cls=zoo._transformers_class("GraniteMoeHybridForCausalLM"),
+        config_kwargs=cfg,
+        perturb=lambda model: ssm.perturb(model, zoo),
+        converter_class=("conversion.granite", "GraniteHybridModel"),
+        gguf_arch="granitehybrid",
+        llama_arch_enum="LLM_ARCH_GRANITE_HYBRID",
+        rope_style="norm",
+        required_tensors=[
+            "token_embd.weight", "output_norm.weight", "blk.{bid}.attn_norm.weight", "blk.{bid}.ffn_norm.weight",
+            "blk.{bid}.ffn_gate_inp.weight", "blk.{bid}.ffn_gate_exps.weight", "blk.{bid}.ffn_up_exps.weight",
+            "blk.{bid}.ffn_down_exps.weight", "blk.{bid}.ffn_gate_shexp.weight", "blk.{bid}.ffn_up_shexp.weight",
+            "blk.{bid}.ffn_down_shexp.weight", "blk.0.ssm_in.weight", "blk.0.ssm_a", "blk.0.ssm_norm.weight",
+            "blk.1.attn_q.weight", "blk.1.attn_k.weight", "blk.1.attn_v.weight", "blk.1.attn_output.weight",
+        ],
+        numpy_forward=forward,
+        checkpoint_map=checkpoint_map,
+        family_checks=family_checks,
+        float64_check=lambda model64, meta, tensors: float64_from_gguf(model64, meta, tensors, MOE_LAYER_TYPES),
+        ablations=("scan", "renorm", "shared_expert", "multipliers"),
+        conv_state_split=20,
+        converter_hparams=converter_hparams,
+        record_gguf=True,
+        mechanisms={
+            "layer_pattern": "head_count_kv [0, 2]: Mamba-2, then NoPE attention; every layer MoE",
+            "block": "as granitehybrid (residual_scale on both sublayers, embedding_scale, logit_scale divides, tied head)",
+            "moe": "router ffn_gate_inp: softmax over 4, top-2, the two weights renormalised to sum 1 (transformers: "
+                   "softmax of the top-2 logits); SwiGLU experts ff 16 (ffn_{gate,up,down}_exps, HF "
+                   "block_sparse_moe.experts.gate_up_proj split gate | up); plus the shared_mlp as an UNGATED shared "
+                   "SwiGLU expert ff 32 (ffn_{gate,up,down}_shexp) added to the routed sum",
+            "mamba2_mixer": "as granitehybrid (8 heads of 16, one group, state 16, conv 4)",
+        },
+    )

@@ -156,7 +156,7 @@ def families(zoo):
         checkpoint_map=checkpoint_map,
         family_checks=family_checks,
         float64_check=lambda model64, meta, tensors: ssm.float64_a_log_from_gguf(
-            model64, tensors, [(f"model.layers.{il}.mamba.A_log", f"blk.{il}.ssm_a") for il in (0, 1, 3)]),
+            model64, tensors, [(f"model.layers.{il}.mamba.A_log", f"blk.{il}.ssm_a") for il in (0, 1, 3)], meta=meta),
         ablations=("scan", "D", "dt_b_c_norm", "renorm"),
         conv_state_split=20,
         converter_checkpoint=converter_checkpoint,

@@ -71,7 +71,7 @@ def families(zoo):
         checkpoint_map=checkpoint_map,
         family_checks=family_checks,
         float64_check=lambda model64, meta, tensors: ssm.float64_a_log_from_gguf(
-            model64, tensors, [(f"backbone.layers.{il}.mixer.A_log", f"blk.{il}.ssm_a") for il in range(N_LAYER)]),
+            model64, tensors, [(f"backbone.layers.{il}.mixer.A_log", f"blk.{il}.ssm_a") for il in range(N_LAYER)], meta=meta),
         ablations=("scan", "D"),
         conv_state_split=20,
         record_gguf=True,

@@ -167,7 +167,7 @@ def families(zoo):
         family_checks=family_checks,
         float64_check=lambda model64, meta, tensors: ssm.float64_a_log_from_gguf(
             model64, tensors, [(f"model.layers.{il}.mixer.A_log", f"blk.{il}.ssm_a")
-                               for il, c in enumerate(PATTERN) if c == "M"]),
+                               for il, c in enumerate(PATTERN) if c == "M"], meta=meta),
         ablations=("scan", "grouped_norm", "nope", "relu2", "dt_clamp"),
         conv_state_split=20,
         converter_hparams=converter_hparams,

@@ -170,17 +170,35 @@ def permute_qk_rows(sd: dict, zoo, n_head: int, n_kv: int) -> list[str]:
     return [f"{n} q_proj / k_proj weights with rows in adjacent-pair order per head (LlamaModel.permute)"]
 
 
-def float64_a_log_from_gguf(model64, tensors: dict, pairs: list[tuple[str, str]]) -> list[str]:
+def float64_eps_as_gguf(model64, eps_gguf: float) -> list[str]:
+    """Every norm eps of the float64 model equal to the GGUF's eps up to float32 rounding (1e-5 is stored as
+    9.99999975e-06) set to the GGUF's value, so that the end-to-end comparison is not limited by that rounding."""
+    n = 0
+    for mod in model64.modules():
+        for attr in ("variance_epsilon", "eps"):
+            v = getattr(mod, attr, None)
+            if isinstance(v, float) and v > 0 and float(np.float32(v)) == eps_gguf and v != eps_gguf:
+                setattr(mod, attr, eps_gguf)
+                n += 1
+    return [f"{n} norm eps set to the GGUF's float32 value {eps_gguf!r}"] if n else []
+
+
+def float64_a_log_from_gguf(model64, tensors: dict, pairs: list[tuple[str, str]], meta: dict | None = None) -> list[str]:
     """The converter stores A = -exp(A_log) rounded to float32; the float64 transformers model gets
-    A_log = log(-A_gguf) (float64), so that both sides use the GGUF's A."""
+    A_log = log(-A_gguf) (float64), so that both sides use the GGUF's A (and, given the GGUF's metadata, its
+    float32 rms eps: float64_eps_as_gguf)."""
     import torch
+    notes = []
+    if meta is not None:
+        arch = meta["general.architecture"]
+        notes = float64_eps_as_gguf(model64, float(meta[f"{arch}.attention.layer_norm_rms_epsilon"]))
     params = dict(model64.named_parameters())
     for hf, gg in pairs:
         a = tensors[gg].astype(np.float64).reshape(params[hf].shape)
         assert (a < 0).all(), gg
         with torch.no_grad():
             params[hf].copy_(torch.from_numpy(np.log(-a)))
-    return [f"{len(pairs)} A_log set to log(-A) of the GGUF's float32 A (the converter's -exp rounding)"]
+    return notes + [f"{len(pairs)} A_log set to log(-A) of the GGUF's float32 A (the converter's -exp rounding)"]
 
 
 # ---------------------------------------------------------------------------------------------
