@@ -73,3 +73,25 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_equals_the_recurrence_and_the_thread_count_
         BOOST_TEST(run(m, tok, {1}, threads) == recurrence);
     }
 }
+
+// Several sequences in one decode batch: each row reads and writes its own sequence's conv
+// and SSM state (the batch's rows are one group per sequence), as when decoded alone.
+BOOST_AUTO_TEST_CASE(a_decode_batch_of_several_sequences_keeps_each_state) {
+    const auto m = load_model<presets::mamba2_architecture>(model_path());
+    const std::size_t V = m.n_vocab();
+    const std::vector<std::int32_t> a = {5, 9, 17, 33, 2, 71, 8, 8, 40, 3}, b = {64, 1, 12, 99, 27, 6, 50};
+    auto s = session(m, {.n_threads = 2, .max_sequences = 2, .n_ctx = 64});
+    s.prefill(0, std::span<const std::int32_t>(a).first(8), nullptr);
+    s.prefill(1, std::span<const std::int32_t>(b).first(5), nullptr);
+    std::vector<float> both(2 * V);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const std::vector<seq_id> seqs = {0, 1};
+        const std::vector<std::int32_t> next = {a[8 + i], b[5 + i]};
+        s.decode(seqs, next, both.data());
+    }
+    // each sequence alone, token by token: the last rows of run()
+    const auto ra = run(m, a, {8, 1, 1}, 2), rb = run(m, b, {5, 1, 1}, 2);
+    const std::vector<float> last_a(ra.end() - std::ptrdiff_t(V), ra.end()), last_b(rb.end() - std::ptrdiff_t(V), rb.end());
+    BOOST_TEST(worst(std::vector<float>(both.begin(), both.begin() + std::ptrdiff_t(V)), last_a, V) <= 1e-5);
+    BOOST_TEST(worst(std::vector<float>(both.begin() + std::ptrdiff_t(V), both.end()), last_b, V) <= 1e-5);
+}

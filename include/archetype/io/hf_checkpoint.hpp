@@ -490,13 +490,11 @@ inline void modern_bert_gguf(gguf::writer& w, const config& c, const weights& W,
         for (const char* k : {"head.dense.weight", "head.norm.weight", "decoder.weight", "decoder.bias"}) used.insert(k);
 }
 
+/// The state-space families' conversion (io/hf_ssm.hpp, included at the end of this file).
+inline void write_ssm_gguf(const family& fam, const config& c, const weights& W, const std::string& cls,
+                           const std::string& name, const std::string& out);
+
 } // namespace detail
-
-} // namespace archetype::hf
-
-#include "archetype/io/hf_ssm.hpp"
-
-namespace archetype::hf {
 
 namespace detail {
 /// The one class name of config.json's `architectures`, or nothing when it is not a list of one.
@@ -946,3 +944,5 @@ inline gguf::file open_as_gguf(const std::string& dir) {
 }
 
 } // namespace archetype::hf
+
+#include "archetype/io/hf_ssm.hpp" // detail::write_ssm_gguf

@@ -2,7 +2,8 @@
 // The state-space families' Hugging Face checkpoints as llama.cpp's converter writes them
 // (conversion/mamba.py Mamba2Model, conversion/granite.py GraniteHybridModel): one function
 // per family, called by hf::write_gguf (io/hf_checkpoint.hpp) for its families() entries.
-// Included by hf_checkpoint.hpp after its helpers (config, weights, element, gguf_type).
+// hf_checkpoint.hpp declares write_ssm_gguf and includes this file at its end; this file
+// includes hf_checkpoint.hpp for its helpers (config, weights, element, gguf_type).
 //
 //   Mamba2ForCausalLM             -> `mamba2`: no attention, no feed-forward (head_count 0,
 //                                    feed_forward_length 0), the ssm.* keys, A = −exp(A_log),
@@ -24,6 +25,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "archetype/io/hf_checkpoint.hpp"
 
 namespace archetype::hf::detail {
 

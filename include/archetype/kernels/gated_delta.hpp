@@ -21,14 +21,15 @@
 //   S   = exp(G_Q) S_0 + Σ_s exp(G_Q − G_s) k_s ⊗ V'_s
 //
 // Both equal the recurrence within float32 rounding (tests/kernels/test_gated_delta.cpp).
-// Heads are split across the pool, each computed by one task in a fixed order, so results
-// do not depend on the thread count; plain loops for the compiler's vectoriser (as
-// kernels/ssd.hpp).
+// Heads are split across the pool, each computed by one task in a fixed order (the chunked
+// form's products by kernels::gemm_nt on one thread, inside the task), so results do not
+// depend on the thread count; the recurrence is plain loops for the compiler's vectoriser.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/blas.hpp"
 #include "archetype/kernels/ssd.hpp"
 
 namespace archetype::kernels {
@@ -92,100 +93,92 @@ inline void gated_delta_recurrent(const gated_delta_params& p, thread_pool* pool
 
 /// Floats of scratch gated_delta_chunked needs for chunks of Q tokens.
 inline std::size_t gated_delta_chunked_scratch(const gated_delta_params& p, std::size_t Q) noexcept {
-    return p.n_value_heads * (Q + Q * Q + Q * (p.dk + p.dv));
+    const std::size_t dk = p.dk, dv = p.dv;
+    return p.n_value_heads * (Q + 2 * Q * Q + 3 * dk * Q + 2 * dv * Q + Q * dv + Q * dk + dv * dk);
 }
 
 /// The chunked WY form, chunks of Q tokens (the last may be shorter); scratch:
-/// gated_delta_chunked_scratch(p, Q) floats.
+/// gated_delta_chunked_scratch(p, Q) floats. The products are GEMMs (gemm_nt, one thread
+/// inside a head's task); the chunk's triangular system is solved by forward substitution.
 inline void gated_delta_chunked(const gated_delta_params& p, std::size_t Q, float* scratch, thread_pool* pool) {
-    const std::size_t dk = p.dk, dv = p.dv, per_head = Q + Q * Q + Q * (dk + dv);
+    const std::size_t dk = p.dk, dv = p.dv;
+    const std::size_t per_head = Q + 2 * Q * Q + 3 * dk * Q + 2 * dv * Q + Q * dv + Q * dk + dv * dk;
     detail::for_each_in(pool, p.n_value_heads, [&](std::size_t j) {
         float* G = scratch + j * per_head; // [Q] cumulative log-decay
-        float* T = G + Q;                  // [Q x Q] A, then T (lower triangle)
-        float* W = T + Q * Q;              // [Q x dk]
-        float* U = W + Q * dk;             // [Q x dv]: U, then V'
+        float* T = G + Q;                  // [Q x Q] A, then T = (I - A)^-1 (unit diagonal)
+        float* QK = T + Q * Q;             // [Q x Q] q_t·k_s, then the masked decayed scores
+        float* KbT = QK + Q * Q;           // [dk x Q] (beta ⊙ exp(G) ⊙ K)ᵀ
+        float* KdT = KbT + dk * Q;         // [dk x Q] (exp(G_q - G) ⊙ K)ᵀ
+        float* Qe = KdT + dk * Q;          // [Q x dk] exp(G) ⊙ Q
+        float* VbT = Qe + Q * dk;          // [dv x Q] (beta ⊙ V)ᵀ
+        float* VpT = VbT + dv * Q;         // [dv x Q] V'ᵀ
+        float* U = VpT + dv * Q;           // [Q x dv] U, then V'
+        float* W = U + Q * dv;             // [Q x dk] −W
+        float* ST = W + Q * dk;            // [dv x dk] Sᵀ
         float* S = p.state + j * dk * dv;
         const std::size_t kh = p.key_head(j);
-        auto qrow = [&](std::size_t t) { return p.q + t * p.ldqk + kh * dk; };
-        auto krow = [&](std::size_t t) { return p.k + t * p.ldqk + kh * dk; };
         for (std::size_t t0 = 0; t0 < p.n_tok; t0 += Q) {
             const std::size_t q = std::min(Q, p.n_tok - t0);
+            const float* Qc = p.q + t0 * p.ldqk + kh * dk;
+            const float* Kc = p.k + t0 * p.ldqk + kh * dk;
+            const float* Vc = p.v + t0 * p.ldv + j * dv;
+            float* O = p.o + t0 * p.ldo + j * dv;
+            auto beta = [&](std::size_t t) { return p.beta[(t0 + t) * p.ldgb + j]; };
             float acc = 0.f;
             for (std::size_t t = 0; t < q; ++t) G[t] = acc += p.g[(t0 + t) * p.ldgb + j];
-            auto beta = [&](std::size_t t) { return p.beta[(t0 + t) * p.ldgb + j]; };
-            // A (strictly lower), then T = (I - A)^-1 row by row: T[t][s] = A[t][s] + Σ_{s<m<t} A[t][m] T[m][s]
+            // A[t][s] = −beta_t (k_t·k_s) exp(G_t − G_s), s < t
+            gemm_nt(Kc, p.ldqk, Kc, p.ldqk, T, Q, q, q, dk);
             for (std::size_t t = 0; t < q; ++t)
-                for (std::size_t s = 0; s < t; ++s)
-                    T[t * Q + s] = -beta(t) * detail::dot_f32(krow(t0 + t), krow(t0 + s), dk) * std::exp(G[t] - G[s]);
+                for (std::size_t s = 0; s < t; ++s) T[t * Q + s] *= -beta(t) * std::exp(G[t] - G[s]);
+            // T = (I − A)^-1 below the diagonal, row by row: T_t = A_t + Σ_{m<t} A[t][m] T_m over
+            // the entries s < m (rows m < t final already); A_t kept aside (in QK, free here)
             for (std::size_t t = 1; t < q; ++t) {
                 float* row = T + t * Q;
-                // row[s] += Σ_{m=s+1}^{t-1} A[t][m] · T[m][s], with A[t][m] the row's value before this
-                // step: ascending s reads only entries m > s, not yet updated
-                for (std::size_t s = 0; s < t; ++s) {
-                    float add = 0.f;
-                    for (std::size_t m = s + 1; m < t; ++m) add += row[m] * T[m * Q + s];
-                    row[s] += add;
+                float* a = QK;
+                for (std::size_t m = 0; m < t; ++m) a[m] = row[m];
+                for (std::size_t m = 1; m < t; ++m) {
+                    const float f = a[m];
+                    const float* tm = T + m * Q;
+                    for (std::size_t s2 = 0; s2 < m; ++s2) row[s2] += f * tm[s2];
                 }
             }
-            // U = T (beta ⊙ V), W = T (beta ⊙ exp(G) ⊙ K), T with its unit diagonal
             for (std::size_t t = 0; t < q; ++t) {
-                float* u = U + t * dv;
-                float* w = W + t * dk;
-                const float bt = beta(t), et = std::exp(G[t]);
-                const float* vt = p.v + (t0 + t) * p.ldv + j * dv;
-                const float* kt = krow(t0 + t);
-                for (std::size_t c = 0; c < dv; ++c) u[c] = bt * vt[c];
-                for (std::size_t i = 0; i < dk; ++i) w[i] = bt * et * kt[i];
-                for (std::size_t s = 0; s < t; ++s) {
-                    const float a = T[t * Q + s], bs = beta(s), es = std::exp(G[s]);
-                    const float* vs = p.v + (t0 + s) * p.ldv + j * dv;
-                    const float* ks = krow(t0 + s);
-                    for (std::size_t c = 0; c < dv; ++c) u[c] += a * bs * vs[c];
-                    for (std::size_t i = 0; i < dk; ++i) w[i] += a * bs * es * ks[i];
-                }
+                T[t * Q + t] = 1.f;
+                for (std::size_t s = t + 1; s < q; ++s) T[t * Q + s] = 0.f;
             }
-            // V' = U - W S_0;  o_t = exp(G_t) q_t S_0 (from the state before the chunk)
-            for (std::size_t t = 0; t < q; ++t) {
-                float* u = U + t * dv;
-                float* o = p.o + (t0 + t) * p.ldo + j * dv;
-                const float* w = W + t * dk;
-                const float* qt = qrow(t0 + t);
-                const float et = std::exp(G[t]);
-                for (std::size_t c = 0; c < dv; ++c) o[c] = 0.f;
-                for (std::size_t i = 0; i < dk; ++i) {
-                    const float* si = S + i * dv;
-                    const float wi = w[i], qi = et * qt[i];
-                    for (std::size_t c = 0; c < dv; ++c) {
-                        u[c] -= wi * si[c];
-                        o[c] += qi * si[c];
-                    }
-                }
-            }
-            // o_t += Σ_{s<=t} (q_t·k_s) exp(G_t - G_s) V'_s
-            for (std::size_t t = 0; t < q; ++t) {
-                float* o = p.o + (t0 + t) * p.ldo + j * dv;
-                for (std::size_t s = 0; s <= t; ++s) {
-                    const float a = detail::dot_f32(qrow(t0 + t), krow(t0 + s), dk) * std::exp(G[t] - G[s]);
-                    const float* u = U + s * dv;
-                    for (std::size_t c = 0; c < dv; ++c) o[c] += a * u[c];
-                }
-            }
-            // S = exp(G_q) S + Σ_s exp(G_q - G_s) k_s ⊗ V'_s
-            const float eq = std::exp(G[q - 1]);
-            for (std::size_t i = 0; i < dk; ++i) {
-                float* si = S + i * dv;
-                for (std::size_t c = 0; c < dv; ++c) si[c] *= eq;
-            }
+            // the transposed, weighted inputs of the products below
+            const float gq = G[q - 1];
             for (std::size_t s = 0; s < q; ++s) {
-                const float e = std::exp(G[q - 1] - G[s]);
-                const float* ks = krow(t0 + s);
-                const float* u = U + s * dv;
+                const float bs = beta(s), es = std::exp(G[s]), ds = std::exp(gq - G[s]);
+                const float* ks = Kc + s * p.ldqk;
+                const float* qs = Qc + s * p.ldqk;
+                const float* vs = Vc + s * p.ldv;
                 for (std::size_t i = 0; i < dk; ++i) {
-                    float* si = S + i * dv;
-                    const float f = e * ks[i];
-                    for (std::size_t c = 0; c < dv; ++c) si[c] += f * u[c];
+                    KbT[i * Q + s] = bs * es * ks[i];
+                    KdT[i * Q + s] = ds * ks[i];
+                    Qe[s * dk + i] = es * qs[i];
                 }
+                for (std::size_t c = 0; c < dv; ++c) VbT[c * Q + s] = bs * vs[c];
             }
+            for (std::size_t i = 0; i < dk; ++i)
+                for (std::size_t c = 0; c < dv; ++c) ST[c * dk + i] = S[i * dv + c];
+            // U = T (beta ⊙ V);  −W = −T (beta ⊙ exp(G) ⊙ K);  V' = U − W S₀
+            gemm_nt(T, Q, VbT, Q, U, dv, q, dv, q);
+            gemm_nt(T, Q, KbT, Q, W, dk, q, dk, q);
+            for (std::size_t i = 0; i < q * dk; ++i) W[i] = -W[i];
+            gemm_nt(W, dk, ST, dk, U, dv, q, dv, dk, nullptr, true);
+            // o = (exp(G) ⊙ Q) S₀ + M V', M[t][s] = (q_t·k_s) exp(G_t − G_s) for s <= t
+            gemm_nt(Qe, dk, ST, dk, O, p.ldo, q, dv, dk);
+            gemm_nt(Qc, p.ldqk, Kc, p.ldqk, QK, Q, q, q, dk);
+            for (std::size_t t = 0; t < q; ++t)
+                for (std::size_t s = 0; s < q; ++s) QK[t * Q + s] = s <= t ? QK[t * Q + s] * std::exp(G[t] - G[s]) : 0.f;
+            for (std::size_t s = 0; s < q; ++s)
+                for (std::size_t c = 0; c < dv; ++c) VpT[c * Q + s] = U[s * dv + c];
+            gemm_nt(QK, Q, VpT, Q, O, p.ldo, q, dv, q, nullptr, true);
+            // S = exp(G_q) S₀ + (exp(G_q − G) ⊙ K)ᵀ V'
+            const float eq = std::exp(gq);
+            for (std::size_t i = 0; i < dk * dv; ++i) S[i] *= eq;
+            gemm_nt(KdT, Q, VpT, Q, S, dv, dk, dv, q, nullptr, true);
         }
     });
 }

@@ -18,13 +18,15 @@
 // Both equal the recurrence within float32 rounding (tests/kernels/test_ssd.cpp).
 //
 // Work is split by head (and by group for C Bᵀ); each output is computed by one task
-// in a fixed order, so results do not depend on the thread count. Plain loops over
-// contiguous floats, written for the compiler's vectoriser at the build's -march level
-// (as kernels/wkv7.hpp).
+// in a fixed order (the chunked form's products by kernels::gemm_nt on one thread, inside
+// the task), so results do not depend on the thread count. The recurrence is plain loops
+// over contiguous floats, written for the compiler's vectoriser (as kernels/wkv7.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/blas.hpp"
 
 namespace archetype::kernels {
 
@@ -85,61 +87,64 @@ inline void ssd_recurrent(const ssd_params& p, thread_pool* pool) {
 
 /// Floats of scratch ssd_chunked needs for chunks of Q tokens.
 inline std::size_t ssd_chunked_scratch(const ssd_params& p, std::size_t Q) noexcept {
-    return p.n_group * Q * Q + p.n_head * 2 * Q;
+    return p.n_group * (Q * Q + p.d_state * Q) + p.n_head * (Q + Q * Q + 2 * p.head_dim * Q);
 }
 
 /// The chunked matrix form, chunks of Q tokens (the last may be shorter); scratch:
-/// ssd_chunked_scratch(p, Q) floats.
+/// ssd_chunked_scratch(p, Q) floats. Each product is a GEMM (gemm_nt, one thread inside a
+/// head's task): per group C Bᵀ [q x q] and Bᵀ [N x q]; per head the incoming state's
+/// outputs C S₀ᵀ [q x P], the masked decay-weighted scores M [q x q] times X [q x P], and
+/// the outgoing state (w ⊙ X)ᵀ B [P x N].
 inline void ssd_chunked(const ssd_params& p, std::size_t Q, float* scratch, thread_pool* pool) {
     const std::size_t P = p.head_dim, N = p.d_state, H = p.n_head, G = p.n_group, per_group = H / G;
-    float* cb_all = scratch;                 // [G x Q x Q]: C_t · B_s of each group
-    float* head_all = scratch + G * Q * Q;   // per head: L [Q], w [Q]
+    float* group_all = scratch;                      // per group: CB [Q x Q], Bt [N x Q]
+    float* head_all = scratch + G * (Q * Q + N * Q); // per head: L [Q], M [Q x Q], Xt [P x Q], Xw [P x Q]
     for (std::size_t t0 = 0; t0 < p.n_tok; t0 += Q) {
         const std::size_t q = std::min(Q, p.n_tok - t0);
-        // C Bᵀ per group (lower triangle only)
         detail::for_each_in(pool, G, [&](std::size_t g) {
-            float* cb = cb_all + g * Q * Q;
-            for (std::size_t t = 0; t < q; ++t) {
-                const float* Ct = p.C + (t0 + t) * p.ldbc + g * N;
-                for (std::size_t s = 0; s <= t; ++s) cb[t * Q + s] = detail::dot_f32(Ct, p.B + (t0 + s) * p.ldbc + g * N, N);
-            }
+            float* cb = group_all + g * (Q * Q + N * Q);
+            float* bt = cb + Q * Q;
+            const float* Bc = p.B + t0 * p.ldbc + g * N;
+            gemm_nt(p.C + t0 * p.ldbc + g * N, p.ldbc, Bc, p.ldbc, cb, Q, q, q, N);
+            for (std::size_t s = 0; s < q; ++s)
+                for (std::size_t n = 0; n < N; ++n) bt[n * Q + s] = Bc[s * p.ldbc + n];
         });
         detail::for_each_in(pool, H, [&](std::size_t h) {
             const std::size_t g = h / per_group;
-            const float* cb = cb_all + g * Q * Q;
-            float* L = head_all + h * 2 * Q;
-            float* wq = L + Q;
+            const float* cb = group_all + g * (Q * Q + N * Q);
+            const float* bt = cb + Q * Q;
+            float* L = head_all + h * (Q + Q * Q + 2 * P * Q);
+            float* M = L + Q;
+            float* Xt = M + Q * Q;
+            float* Xw = Xt + P * Q;
             float* S = p.state + h * P * N;
+            float* y = p.y + t0 * p.ldy + h * P;
+            auto dt = [&](std::size_t t) { return p.dt[(t0 + t) * p.lddt + h]; };
             float acc = 0.f;
-            for (std::size_t t = 0; t < q; ++t) L[t] = acc += p.dt[(t0 + t) * p.lddt + h] * p.A[h];
-            // inter-chunk: y_t = exp(L_t) · S_0 C_t
+            for (std::size_t t = 0; t < q; ++t) L[t] = acc += dt(t) * p.A[h];
+            // the incoming state's outputs: y_t = exp(L_t) · S₀ C_t
+            gemm_nt(p.C + t0 * p.ldbc + g * N, p.ldbc, S, N, y, p.ldy, q, P, N);
             for (std::size_t t = 0; t < q; ++t) {
-                const float* Ct = p.C + (t0 + t) * p.ldbc + g * N;
-                float* y = p.y + (t0 + t) * p.ldy + h * P;
                 const float e = std::exp(L[t]);
-                for (std::size_t i = 0; i < P; ++i) y[i] = e * detail::dot_f32(S + i * N, Ct, N);
+                for (std::size_t i = 0; i < P; ++i) y[t * p.ldy + i] *= e;
             }
-            // intra-chunk: y_t += sum_{s<=t} (C_t·B_s) · exp(L_t - L_s) · dt_s · x_s
-            for (std::size_t t = 0; t < q; ++t) {
-                float* y = p.y + (t0 + t) * p.ldy + h * P;
-                for (std::size_t s = 0; s <= t; ++s) {
-                    const float m = cb[t * Q + s] * std::exp(L[t] - L[s]) * p.dt[(t0 + s) * p.lddt + h];
-                    const float* xs = p.x + (t0 + s) * p.ldx + h * P;
-                    for (std::size_t i = 0; i < P; ++i) y[i] += m * xs[i];
-                }
-            }
-            // the state after the chunk: S = exp(L_q) · S + sum_s exp(L_q - L_s) · dt_s · x_s B_sᵀ
+            // within the chunk: y += M X, M[t][s] = (C_t·B_s) exp(L_t - L_s) dt_s for s <= t
+            for (std::size_t t = 0; t < q; ++t)
+                for (std::size_t s = 0; s < q; ++s)
+                    M[t * Q + s] = s <= t ? cb[t * Q + s] * std::exp(L[t] - L[s]) * dt(s) : 0.f;
             const float eq = std::exp(L[q - 1]);
-            for (std::size_t s = 0; s < q; ++s) wq[s] = std::exp(L[q - 1] - L[s]) * p.dt[(t0 + s) * p.lddt + h];
-            for (std::size_t i = 0; i < P; ++i) {
-                float* si = S + i * N;
-                for (std::size_t n = 0; n < N; ++n) si[n] *= eq;
-                for (std::size_t s = 0; s < q; ++s) {
-                    const float c = wq[s] * p.x[(t0 + s) * p.ldx + h * P + i];
-                    const float* Bs = p.B + (t0 + s) * p.ldbc + g * N;
-                    for (std::size_t n = 0; n < N; ++n) si[n] += c * Bs[n];
+            for (std::size_t s = 0; s < q; ++s) {
+                const float* xs = p.x + (t0 + s) * p.ldx + h * P;
+                const float ws = std::exp(L[q - 1] - L[s]) * dt(s);
+                for (std::size_t i = 0; i < P; ++i) {
+                    Xt[i * Q + s] = xs[i];
+                    Xw[i * Q + s] = ws * xs[i];
                 }
             }
+            gemm_nt(M, Q, Xt, Q, y, p.ldy, q, P, q, nullptr, true);
+            // the outgoing state: S = exp(L_q) S + (w ⊙ X)ᵀ B, w_s = exp(L_q - L_s) dt_s
+            for (std::size_t i = 0; i < P * N; ++i) S[i] *= eq;
+            gemm_nt(Xw, Q, bt, Q, S, N, P, N, q, nullptr, true);
         });
     }
 }

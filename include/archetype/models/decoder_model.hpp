@@ -194,19 +194,23 @@ public:
                                                std::to_string(owned_bytes_) + " bytes) in the 16-row interleaved layouts");
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
         const auto f = D::figures(d, hp_.n_ctx_train);
-        s += describe_line("params", std::to_string(f.parameters));
         // the held layers whose mixer keeps KV cells (all but a hybrid's recurrent ones), and
         // the recurrent mixers' state
         std::size_t kv_layers = 0, state_floats = 0;
         std::string kinds;
+        bool all_feed = true;
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
             const auto& L = layers_v_[il];
             const bool kv = L.mixes && detail::mixer_keeps_kv<typename D::mixer>(L.attn);
             kv_layers += kv;
+            all_feed = all_feed && L.feeds;
             kinds += !L.mixes ? '-' : kv ? 'A' : 'R';
             if (L.mixes) state_floats += detail::mixer_state_floats<typename D::mixer>(L.attn);
         }
         const bool hybrid = kv_layers != range_.count;
+        // figures() counts attention and feed-forward layers; other layers: the file's tensors
+        if (!hybrid && all_feed) s += describe_line("params", std::to_string(f.parameters));
+        else s += describe_line("params", std::to_string(weight_elements_) + " (the bound tensors' elements)");
         if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent, - = feed-forward only)");
         s += describe_line("KV cache", std::to_string(hybrid ? f.cache_bytes / d.n_layer * kv_layers : f.cache_bytes) +
                                            " bytes per sequence at the training context");
@@ -596,7 +600,10 @@ private:
         std::vector<const gguf::tensor_info*> used = bound_;
         std::sort(used.begin(), used.end());
         used.erase(std::unique(used.begin(), used.end()), used.end());
-        for (const auto* t : used) weight_bytes_ += t->n_bytes;
+        for (const auto* t : used) {
+            weight_bytes_ += t->n_bytes;
+            weight_elements_ += t->n_elements();
+        }
         for (const auto& t : file_->tensors())
             if (!std::binary_search(used.begin(), used.end(), &t) && stage_answers_for(t.name))
                 throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the model would run without it; "
@@ -626,6 +633,7 @@ private:
     std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
     std::size_t owned_bytes_ = 0;
     std::size_t weight_bytes_ = 0;
+    std::size_t weight_elements_ = 0; // of the bound tensors (describe's params for hybrids)
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
     std::string output_norm_name_ = "output_norm"; // gguf_conventions::output_norm
