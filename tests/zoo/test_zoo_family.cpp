@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <span>
@@ -271,7 +272,35 @@ BOOST_AUTO_TEST_CASE(the_hugging_face_checkpoint_loads_directly) {
     BOOST_TEST(worst_error(m) <= 1e-4);
     const auto g = load_model<Entry>(zoo_dir() + "model.gguf");
     const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_40.i32.bin");
+#ifndef ZOO_HF_ONE_ULP
     BOOST_TEST(run(m, tok, 40) == run(g, tok, 40));
+#else
+    // ZOO_HF_ONE_ULP: llama.cpp's converter computes A = −exp(A_log) with torch's float32 exp,
+    // which is not correctly rounded; the library rounds it once from double. Every tensor is
+    // the file's bit for bit but those, which are within one ulp, and the logits agree within
+    // float32 rounding.
+    const auto hf_file = hf::open_as_gguf(dir), gguf_file = gguf::file::open(zoo_dir() + "model.gguf");
+    for (const auto& t : gguf_file.tensors()) {
+        const auto* u = hf_file.find_tensor(t.name);
+        BOOST_REQUIRE_MESSAGE(u && u->n_bytes == t.n_bytes && u->type == t.type, t.name << " differs in shape or type");
+        if (std::memcmp(u->data, t.data, t.n_bytes) == 0) continue;
+        BOOST_TEST_CONTEXT(t.name) {
+            BOOST_TEST(t.name.ends_with(".ssm_a"));
+            BOOST_REQUIRE(t.type == ggml_type::F32);
+            const auto* a = reinterpret_cast<const float*>(t.data);
+            const auto* b = reinterpret_cast<const float*>(u->data);
+            for (std::size_t i = 0; i < t.n_bytes / 4; ++i)
+                BOOST_TEST(std::abs(a[i] - b[i]) <= std::abs(a[i]) * 0x1p-23f);
+        }
+    }
+    const auto a = run(m, tok, 40), b = run(g, tok, 40);
+    double err = 0, big = 1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        err = std::max(err, double(std::abs(a[i] - b[i])));
+        big = std::max(big, double(std::abs(b[i])));
+    }
+    BOOST_TEST(err <= 1e-5 * big);
+#endif
 }
 #endif
 

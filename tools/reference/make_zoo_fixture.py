@@ -87,6 +87,17 @@ e.g. Gemma's 1 + w or Llama-3's rope_freqs, the float64 model is given the GGUF'
 numpy pass must match it to < 1e-9 relative (measured 2e-15 .. 7e-13); the float32 logits (the
 fixture) must match the numpy pass to < 1e-5 x max(1, max |logit|).
 
+The issue-38 families (state-space and hybrid models: mamba, mamba2, granitehybrid, nemotron_h, falcon-h1,
+qwen3next, qwen35, jamba; tools/reference/zoo_families/issue38.py, one module each, their float64 mechanisms
+written once in zoo_families/ssm.py) use the same hooks and three more for this converter, which was written
+against transformers 4 and reads some transformers-5 checkpoints silently wrong: `converter_hparams` (the
+converter class's __init__, and any ModelBase.load_hparams call it makes, get an edited copy of the config:
+e.g. transformers 5's layer-type names mapped to the ones the converter reads), `converter_args` (e.g.
+--no-mtp) and `converter_checkpoint` (the converter reads a copy of the checkpoint in the layout it expects,
+same values). What each did is recorded under "shims"; the family checks assert that the GGUF's per-layer
+arrays / interval reproduce the transformers config's layer types. These families also run the numpy pass on
+the 40-token prompt as 20 + 20 tokens carrying every layer's conv / SSM state and K/V (conv_state_split).
+
 Requirements (a virtual environment OUTSIDE the repository; see tools/reference/README.md):
     numpy, torch (CPU is enough), transformers, safetensors, sentencepiece (imported by the
     converter's vocab code), requests/pyyaml/tqdm (gguf-py), and a llama.cpp tree holding
@@ -418,6 +429,20 @@ class Family:
     #                                        (asserts family facts, e.g. the layer pattern)
     record_gguf: bool = False              # record every metadata key (but the vocabulary) and the
     #                                        tensor table in versions.json
+    # issue 38 (the state-space families, tools/reference/zoo_families/issue38.py):
+    converter_hparams: Callable[[Path], tuple[dict[str, Any], list[str]]] | None = None
+    #                                        (hf_dir) -> (hparams, notes): the converter class's __init__ is
+    #                                        wrapped to receive these hparams (loaded as that class loads them,
+    #                                        then edited: e.g. transformers 5's layer-type names mapped to the
+    #                                        ones the converter reads before it derives its layer lists);
+    #                                        the notes are recorded as "shims"
+    converter_args: tuple[str, ...] = ()   # extra convert_hf_to_gguf.py arguments (e.g. --no-mtp)
+    converter_checkpoint: Callable[[Path, Path], list[str]] | None = None
+    #                                        (hf_dir, out_dir) -> notes: writes the checkpoint the converter reads
+    #                                        (the same values in the layout this converter expects, e.g. Jamba's
+    #                                        experts one tensor per expert as transformers 4 saved them); the
+    #                                        notes are recorded as "shims"; the bit-exact check still compares
+    #                                        the GGUF with transformers' own state_dict
 
 
 def numpy_forward_llama_like(tensors: dict[str, np.ndarray], meta: dict[str, Any], arch: str,
@@ -1602,6 +1627,8 @@ import zoo_families  # noqa: E402  (tools/reference/zoo_families: the issue-40 f
 zoo_families.register(sys.modules[__name__])
 import zoo_families.issue39  # noqa: E402  (tools/reference/zoo_families/issue39.py: the issue-39 MoE/MLA families)
 zoo_families.issue39.register(sys.modules[__name__])
+import zoo_families.issue38  # noqa: E402  (tools/reference/zoo_families/issue38.py: the issue-38 state-space families)
+zoo_families.issue38.register(sys.modules[__name__])
 
 
 # ----------------------------------------------------------------------------------------
@@ -1668,8 +1695,31 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
                     shims_applied.append(what)
             return inner(self)
         cls.set_gguf_parameters = shimmed_set_gguf_parameters
+    original_init = cls.__dict__.get("__init__")
+    if fam.converter_hparams is not None:
+        init_inner = cls.__init__                # the class's own or the inherited one
+
+        model_base = importlib.import_module("conversion.base").ModelBase
+
+        def shimmed_init(self, dir_model, *args, **kwargs):
+            # the class gets the edited hparams, and so does any ModelBase.load_hparams call made while it
+            # initialises (NemotronHModel.__init__ decides MoE or not from its own load_hparams)
+            assert kwargs.get("hparams") is None, "the converter passed hparams itself"
+            hparams, notes = fam.converter_hparams(Path(dir_model))
+            if shims_applied is not None:
+                shims_applied.extend(notes)
+            saved_load = model_base.__dict__["load_hparams"]
+            model_base.load_hparams = staticmethod(lambda *a, **k: json.loads(json.dumps(hparams)))
+            try:
+                init_inner(self, dir_model, *args, hparams=hparams, **kwargs)
+            finally:
+                model_base.load_hparams = saved_load
+        cls.__init__ = shimmed_init
     argv = ["convert_hf_to_gguf.py", str(hf_dir), "--outtype", "f32", "--outfile", str(out_file),
-            "--model-name", model_name]
+            "--model-name", model_name, *fam.converter_args]
+    if fam.converter_args and shims_applied is not None:
+        shims_applied.append(f"convert_hf_to_gguf.py run with the extra arguments {list(fam.converter_args)} "
+                             f"(the family module's docstring says why)")
     saved_argv = sys.argv
     try:
         sys.argv = argv
@@ -1680,6 +1730,11 @@ def convert_to_gguf(fam: Family, llama_cpp: Path, hf_dir: Path, out_file: Path, 
             cls.set_vocab = original
         else:
             del cls.set_vocab                   # inherited before: back to the base class's
+        if fam.converter_hparams is not None:
+            if original_init is not None:
+                cls.__init__ = original_init
+            else:
+                del cls.__init__
         if fam.converter_shims:
             if original_params is not None:
                 cls.set_gguf_parameters = original_params
@@ -1852,9 +1907,16 @@ def main() -> None:
     # 3. the GGUF
     gguf_work = work / "model.gguf"
     shims_applied: list[str] = []
-    conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), hf_dir, gguf_work,
+    conv_src = hf_dir
+    if fam.converter_checkpoint is not None:
+        # the converter reads a copy of the checkpoint in the layout it expects (same values; see the family)
+        conv_src = work / "hf-converter"
+        if conv_src.exists():
+            shutil.rmtree(conv_src)
+        shims_applied.extend(fam.converter_checkpoint(hf_dir, conv_src))
+    conv_args = convert_to_gguf(fam, args.llama_cpp.resolve(), conv_src, gguf_work,
                                 model_name=f"zoo-{args.family}-tiny", shims_applied=shims_applied)
-    if fam.converter_shims:
+    if fam.converter_shims or fam.converter_hparams is not None or fam.converter_checkpoint is not None:
         print("converter shims: " + ("; ".join(shims_applied) if shims_applied else "none needed"))
     commit = llama_cpp_commit(args.llama_cpp, args.llama_cpp_commit)
     if fam.gguf_added_keys:
@@ -2336,7 +2398,8 @@ def main() -> None:
         },
         "converter": {
             "script": "convert_hf_to_gguf.py (llama.cpp tree at llama_cpp_commit, its own gguf-py)",
-            "args": [{str(hf_dir): "<work>/hf", str(gguf_work): "<work>/model.gguf"}.get(a, a) for a in conv_args],
+            "args": [{str(hf_dir): "<work>/hf", str(work / "hf-converter"): "<work>/hf-converter",
+                      str(gguf_work): "<work>/model.gguf"}.get(a, a) for a in conv_args],
             "patched": f"{fam.converter_class[0]}.{fam.converter_class[1]}.set_vocab -> dummy vocabulary "
                        f"('gpt2', pre 'default', tokens '<t0>'..'<t{config.vocab_size - 1}>', "
                        f"bos {DUMMY_BOS}, eos {DUMMY_EOS} CONTROL, merges ['< t'], add_bos/add_eos false)",

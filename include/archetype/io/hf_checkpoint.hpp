@@ -15,7 +15,8 @@
 // Gemma's norm weights stored as 1 + w, Llama 3's rope_freqs computed from rope_scaling,
 // Granite's multipliers and Gemma 2's soft caps and window as keys, experts stacked per
 // layer (Qwen3-MoE, Mixtral, Qwen2-MoE with its shared expert, DeepSeek-V2), DeepSeek-V2's
-// kv_b_proj split into attn_k_b / attn_v_b for the absorbed multi-head latent attention.
+// kv_b_proj split into attn_k_b / attn_v_b for the absorbed multi-head latent attention;
+// Mamba-2 and Granite-4.0-H (dense) by their own rules in io/hf_ssm.hpp.
 //
 // Everything read here is hostile input: an unknown `architectures` entry, a missing or
 // misshaped key, a tensor no family rule names (never dropped silently), a shard outside
@@ -65,7 +66,8 @@ struct family {
     /// Tensor names and layouts: Llama-style `model.layers.N.*`, GPT-2's `transformer.h.N.*`
     /// with Conv1D ([in, out]) weights transposed, or BLOOM's with fused q/k/v rows regrouped.
     /// ModernBERT: an encoder with its own names and keys (detail::modern_bert_gguf).
-    enum class layout { llama, gpt2, bloom, modern_bert } tensors = layout::llama;
+    /// Mamba-2 and Granite-4.0-H: the state-space families' own rules (io/hf_ssm.hpp).
+    enum class layout { llama, gpt2, bloom, modern_bert, mamba2, granite_hybrid } tensors = layout::llama;
     bool tied_by_default = false; // tie_word_embeddings when config.json does not say
     bool drops_head_dim = false;  // the converter ignores head_dim (Granite)
     bool llama3_rope = false;     // rope_scaling type llama3 -> rope_freqs.weight (Llama)
@@ -122,6 +124,9 @@ inline const std::vector<family>& families() {
         {.hf_class = "BloomForCausalLM", .gguf_arch = "bloom", .layer_norm = true, .rope = false, .ff_4x = true,
          .tensors = family::layout::bloom, .tied_by_default = true},
         // ModernBERT (the encoder; ForMaskedLM's prediction head is not part of an embedding)
+        // state-space families: their conversion rules in io/hf_ssm.hpp
+        {.hf_class = "Mamba2ForCausalLM", .gguf_arch = "mamba2", .tensors = family::layout::mamba2},
+        {.hf_class = "GraniteMoeHybridForCausalLM", .gguf_arch = "granitehybrid", .tensors = family::layout::granite_hybrid},
         {.hf_class = "ModernBertModel", .gguf_arch = "modern-bert", .layer_norm = true, .tensors = family::layout::modern_bert},
         {.hf_class = "ModernBertForMaskedLM", .gguf_arch = "modern-bert", .layer_norm = true,
          .tensors = family::layout::modern_bert, .drops_mlm_head = true},
@@ -485,6 +490,10 @@ inline void modern_bert_gguf(gguf::writer& w, const config& c, const weights& W,
         for (const char* k : {"head.dense.weight", "head.norm.weight", "decoder.weight", "decoder.bias"}) used.insert(k);
 }
 
+/// The state-space families' conversion (io/hf_ssm.hpp, included at the end of this file).
+inline void write_ssm_gguf(const family& fam, const config& c, const weights& W, const std::string& cls,
+                           const std::string& name, const std::string& out);
+
 } // namespace detail
 
 namespace detail {
@@ -528,6 +537,8 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
     }
     const std::string a = std::string(fam->gguf_arch) + ".";
     const detail::weights W(dir);
+    if (fam->tensors == family::layout::mamba2 || fam->tensors == family::layout::granite_hybrid)
+        return detail::write_ssm_gguf(*fam, c, W, cls, dir.filename().string(), out);
     if (fam->tensors == family::layout::modern_bert) {
         gguf::writer w;
         w.set("general.name", dir.filename().string());
@@ -933,3 +944,5 @@ inline gguf::file open_as_gguf(const std::string& dir) {
 }
 
 } // namespace archetype::hf
+
+#include "archetype/io/hf_ssm.hpp" // detail::write_ssm_gguf

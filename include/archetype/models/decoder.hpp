@@ -21,6 +21,7 @@
 #include "archetype/core/policy.hpp"
 #include "archetype/models/compose.hpp"
 #include "archetype/policies/block.hpp"
+#include "archetype/policies/block_single.hpp"
 #include "archetype/policies/cache.hpp"
 #include "archetype/policies/embedding.hpp"
 #include "archetype/policies/ffn.hpp"
@@ -29,7 +30,11 @@
 #include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
+#include "archetype/policies/mixers/gated_attention.hpp"
+#include "archetype/policies/mixers/gated_delta_net.hpp"
 #include "archetype/policies/mixers/hybrid.hpp"
+#include "archetype/policies/mixers/mamba.hpp"
+#include "archetype/policies/mixers/mamba2.hpp"
 #include "archetype/policies/mixers/parallel.hpp"
 #include "archetype/policies/mixers/mla.hpp"
 #include "archetype/policies/mixers/rwkv7.hpp"
@@ -132,7 +137,8 @@ struct Decoder {
                   "(Bidirectional and SymmetricWindow belong to Encoder)");
     static_assert(!std::is_same_v<cache, NoCache>,
                   "archetype: a Decoder needs a cache to decode token by token: use FullCache or RollingCache");
-    static_assert(mixer::attention, "archetype: Decoder's mixer must be an attention mixer");
+    // a mixer that never attends (Mamba, Mamba2) leaves every layer without KV cells: the
+    // cache policy then holds positions only
 
     static constexpr dim_t n_head = heads::n_head;
     static constexpr dim_t n_head_kv = heads::n_head_kv;

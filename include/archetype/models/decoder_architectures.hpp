@@ -12,6 +12,7 @@
 #include "archetype/models/presets/ernie4_5.hpp"
 #include "archetype/models/presets/exaone4.hpp"
 #include "archetype/models/presets/falcon.hpp"
+#include "archetype/models/presets/falcon_h1.hpp"
 #include "archetype/models/presets/gemma.hpp"
 #include "archetype/models/presets/gemma2.hpp"
 #include "archetype/models/presets/gemma3.hpp"
@@ -21,12 +22,17 @@
 #include "archetype/models/presets/gptneox.hpp"
 #include "archetype/models/presets/gpt_oss.hpp"
 #include "archetype/models/presets/granite.hpp"
+#include "archetype/models/presets/granitehybrid.hpp"
 #include "archetype/models/presets/granitemoe.hpp"
 #include "archetype/models/presets/hunyuan_dense.hpp"
 #include "archetype/models/presets/lfm2.hpp"
+#include "archetype/models/presets/jamba.hpp"
 #include "archetype/models/presets/llama.hpp"
+#include "archetype/models/presets/mamba.hpp"
+#include "archetype/models/presets/mamba2.hpp"
 #include "archetype/models/presets/mellum.hpp"
 #include "archetype/models/presets/mistral3.hpp"
+#include "archetype/models/presets/nemotron_h.hpp"
 #include "archetype/models/presets/mixtral.hpp"
 #include "archetype/models/presets/olmo2.hpp"
 #include "archetype/models/presets/olmo3.hpp"
@@ -36,7 +42,9 @@
 #include "archetype/models/presets/qwen2.hpp"
 #include "archetype/models/presets/qwen2moe.hpp"
 #include "archetype/models/presets/qwen3.hpp"
+#include "archetype/models/presets/qwen35.hpp"
 #include "archetype/models/presets/qwen3moe.hpp"
+#include "archetype/models/presets/qwen3next.hpp"
 #include "archetype/models/presets/seed_oss.hpp"
 #include "archetype/models/presets/smollm3.hpp"
 #include "archetype/models/presets/stablelm.hpp"
@@ -63,6 +71,9 @@ using decoder_architectures =
                       presets::apertus_architecture, presets::mistral3_architecture,
                       presets::qwen2moe_architecture, presets::olmoe_architecture, presets::granitemoe_architecture,
                       presets::glm4moe_architecture, presets::gpt_oss_architecture,
-                      presets::deepseek2_architecture>;
+                      presets::deepseek2_architecture, presets::mamba_architecture, presets::mamba2_architecture,
+                      presets::granitehybrid_architecture, presets::granitehybrid_moe_architecture,
+                      presets::nemotron_h_architecture, presets::falcon_h1_architecture,
+                      presets::qwen3next_architecture, presets::qwen35_architecture, presets::jamba_architecture>;
 
 } // namespace archetype

@@ -119,6 +119,9 @@ public:
     struct layer : block_weights {
         typename mixer_impl<typename D::mixer>::weights attn;
         layers::ffn_weights_t<ffn_policy> ffn;
+        /// Whether the layer has a mixer / a feed-forward (both, unless its block shape
+        /// says otherwise: block_impl<B>::parts, policies/block_single.hpp).
+        bool mixes = true, feeds = true;
     };
 
     const decoder_hparams& hparams() const noexcept { return hp_; }
@@ -191,25 +194,34 @@ public:
                                                std::to_string(owned_bytes_) + " bytes) in the 16-row interleaved layouts");
         s += describe_line("context", std::to_string(hp_.n_ctx_train) + " (training)");
         const auto f = D::figures(d, hp_.n_ctx_train);
-        s += describe_line("params", std::to_string(f.parameters));
         // the held layers whose mixer keeps KV cells (all but a hybrid's recurrent ones), and
         // the recurrent mixers' state
         std::size_t kv_layers = 0, state_floats = 0;
         std::string kinds;
+        bool all_feed = true;
         for (std::size_t il = range_.first; il <= range_.last(); ++il) {
-            const bool kv = detail::mixer_keeps_kv<typename D::mixer>(layers_v_[il].attn);
+            const auto& L = layers_v_[il];
+            const bool kv = L.mixes && detail::mixer_keeps_kv<typename D::mixer>(L.attn);
             kv_layers += kv;
-            kinds += kv ? 'A' : 'R';
-            state_floats += detail::mixer_state_floats<typename D::mixer>(layers_v_[il].attn);
+            all_feed = all_feed && L.feeds;
+            kinds += !L.mixes ? '-' : kv ? 'A' : 'R';
+            if (L.mixes) state_floats += detail::mixer_state_floats<typename D::mixer>(L.attn);
         }
         const bool hybrid = kv_layers != range_.count;
-        if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent)");
+        // figures() counts attention and feed-forward layers; other layers: the file's tensors
+        if (!hybrid && all_feed) s += describe_line("params", std::to_string(f.parameters));
+        else s += describe_line("params", std::to_string(weight_elements_) + " (the bound tensors' elements)");
+        if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent, - = feed-forward only)");
         s += describe_line("KV cache", std::to_string(hybrid ? f.cache_bytes / d.n_layer * kv_layers : f.cache_bytes) +
                                            " bytes per sequence at the training context");
         // a mixer that says more about its cache (MLA: the latent row against decompressed heads)
-        if constexpr (requires { mixer_impl<typename D::mixer>::describe_cache(layers_v_[0].attn); })
+        if constexpr (requires { mixer_impl<typename D::mixer>::describe_cache(layers_v_[0].attn); }) {
             if (!layers_v_.empty())
                 s += describe_line("KV per token", mixer_impl<typename D::mixer>::describe_cache(layers_v_[range_.first].attn));
+        } else if (kv_layers) {
+            s += describe_line("KV per token", std::to_string(kv_layers * D::kv_bytes_per_token_per_layer(d.n_head_kv, d.head_dim)) +
+                                                   " bytes (" + std::to_string(kv_layers) + " attention layers)");
+        }
         if (state_floats)
             s += describe_line("state", std::to_string(state_floats * sizeof(float)) +
                                             " bytes per sequence (recurrent mixers, any context)");
@@ -427,7 +439,10 @@ private:
                   std::size_t n_ff, layers::moe_weights& M) {
         using F = ffn_policy;
         const std::size_t E = h.n_embd;
-        if (il < n_dense) {
+        using dense_rule = dense_layers_impl<typename F::dense>;
+        bool dense = il < n_dense;
+        if constexpr (requires { dense_rule::dense(b, il); }) dense = dense || dense_rule::dense(b, il);
+        if (dense) {
             M.dense = true;
             M.dense_ffn = dense_ffn<typename F::expert>(b, blk, E, h.n_ff);
             return;
@@ -517,7 +532,8 @@ private:
         if (file_moe && h.n_expert == 0)
             throw shape_error("the file has expert tensors but no " + h.arch + ".expert_count");
         std::size_t n_ff = file_moe ? h.n_ff_exp : h.n_ff;
-        if (n_ff == 0) throw format_error("the file gives no feed-forward length");
+        if (n_ff == 0 && detail::block_feeds_forward<typename D::block>)
+            throw format_error("the file gives no feed-forward length");
         d.n_ff = n_ff;
         if constexpr (moe) {
             using F = ffn_policy;
@@ -550,14 +566,23 @@ private:
             b.set_layer(il);
             // the norms (and whatever else) the block shape has
             block_impl<typename D::block>::template bind<D>(b, il, blk, static_cast<block_weights&>(L), eps);
-            mixer_impl<typename D::mixer>::bind(b, blk, L.attn);
+            // the sublayers this layer has (both, unless the block shape has one per layer)
+            const layer_parts parts = detail::block_parts<typename D::block>(b, il);
+            L.mixes = parts.mixer;
+            L.feeds = parts.ffn;
+            if (parts.mixer) mixer_impl<typename D::mixer>::bind(b, blk, L.attn);
+            if (!parts.ffn) continue;
             if constexpr (moe) {
                 bind_moe(b, blk, il, n_dense, h, n_ff, L.ffn);
             } else if (file_moe) {
                 b.ignore(blk + "ffn_gate_inp.weight"); // one expert: its routing weight is 1
                 L.ffn = expert_ffn(b, blk, E, n_ff, 1, 0, ffn_policy::gated);
             } else {
-                L.ffn = dense_ffn<ffn_policy>(b, blk, E, n_ff);
+                // a width per layer where the file gives one (nemotron_h)
+                const std::size_t ff = h.n_ff_per_layer.empty() ? n_ff : h.n_ff_per_layer[il];
+                if (ff == 0) throw format_error(h.arch + ".feed_forward_length[" + std::to_string(il) + "] = 0 on a layer "
+                                                "with a feed-forward");
+                L.ffn = dense_ffn<ffn_policy>(b, blk, E, ff);
             }
         }
         check_all_bound();
@@ -575,7 +600,10 @@ private:
         std::vector<const gguf::tensor_info*> used = bound_;
         std::sort(used.begin(), used.end());
         used.erase(std::unique(used.begin(), used.end()), used.end());
-        for (const auto* t : used) weight_bytes_ += t->n_bytes;
+        for (const auto* t : used) {
+            weight_bytes_ += t->n_bytes;
+            weight_elements_ += t->n_elements();
+        }
         for (const auto& t : file_->tensors())
             if (!std::binary_search(used.begin(), used.end(), &t) && stage_answers_for(t.name))
                 throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the model would run without it; "
@@ -605,6 +633,7 @@ private:
     std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
     std::size_t owned_bytes_ = 0;
     std::size_t weight_bytes_ = 0;
+    std::size_t weight_elements_ = 0; // of the bound tensors (describe's params for hybrids)
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)
     layers::norm_weights output_norm_{};
     std::string output_norm_name_ = "output_norm"; // gguf_conventions::output_norm
@@ -631,6 +660,10 @@ template <ArchitectureEntry A>
 decoder_model<typename A::model> load_model(gguf::file f, decoder_options opt = {}) {
     static constexpr arch::gguf_conventions conv = conventions_of<A>();
     if (!opt.conventions) opt.conventions = &conv;
+    // keys the entry's converter writes that its structure does not read, with the reason
+    // (the entry's `known_unused_keys`, io/key_ledger.hpp), unless the caller gives its own
+    if constexpr (requires { std::span<const known_unused_key>(A::known_unused_keys); })
+        if (opt.known_unused_keys.empty()) opt.known_unused_keys = A::known_unused_keys;
     return decoder_model<typename A::model>::load(std::move(f), opt);
 }
 template <ArchitectureEntry A>

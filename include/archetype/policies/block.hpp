@@ -26,6 +26,12 @@
 //                                                     weights&, float eps);
 //   template <class D, class Sublayers> static void forward(Sublayers&, const weights&);
 //   template <class D> static constexpr std::size_t norms_per_layer();   // for figures()
+//   optional: template <class Binder> static layer_parts parts(Binder&, std::size_t il);
+//                          which sublayers layer il has (default both): the loader binds a
+//                          mixer / a feed-forward only where the block says so, and the
+//                          session keeps no memory for a layer without a mixer (a block of
+//                          one sublayer: policies/block_single.hpp)
+//   optional: static constexpr bool feeds_forward = false;   no layer has a feed-forward
 // where Sublayers offers, over the n rows of one pass:
 //   std::size_t layer(), rows(), width()   the layer index, n, E
 //   float* stream()                the residual stream x [n x E]
@@ -66,17 +72,23 @@ struct block_norms {
     layers::norm_weights attn_post_norm, ffn_post_norm; // after them (sandwich, norm-after)
 };
 
+/// How a norm's weight is named: <stem>.weight (and .bias), or the bare stem (llama.cpp's
+/// falcon-h1 files its FFN norm as blk.N.ffn_norm, no suffix).
+enum class norm_tensor { suffixed, bare };
+
 /// The pre-norms are blk.N.<AttnNorm> (before the mixer) and blk.N.<FfnNorm> (before
 /// the feed-forward); Seed-OSS files the latter as post_attention_norm.
-template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm">
+template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm", norm_tensor FfnName = norm_tensor::suffixed>
 struct SequentialBlockWith {
     using axis = archetype::axis::block;
     static constexpr std::string_view name = "SequentialBlock";
     static constexpr bool parallel = false;
     static std::string describe() {
-        const std::string names = AttnNorm.str() == "attn_norm" && FfnNorm.str() == "ffn_norm"
+        const std::string names = AttnNorm.str() == "attn_norm" && FfnNorm.str() == "ffn_norm" &&
+                                          FfnName == norm_tensor::suffixed
                                       ? ""
-                                      : " (norms " + AttnNorm.str() + ", " + FfnNorm.str() + ")";
+                                      : " (norms " + AttnNorm.str() + ", " + FfnNorm.str() +
+                                            (FfnName == norm_tensor::bare ? " without .weight" : "") + ")";
         return "sequential: x + mixer, then x + ffn" + names;
     }
 };
@@ -99,7 +111,24 @@ struct ParallelResidualWith {
 using ParallelResidual = ParallelResidualWith<1>;
 using ParallelResidualTwoNorms = ParallelResidualWith<2>;
 
+/// Which sublayers a layer has (block_impl<B>::parts; both by default).
+struct layer_parts {
+    bool mixer = true, ffn = true;
+};
+
 namespace detail {
+/// Layer il's sublayers as the block shape says (both unless its block_impl has `parts`).
+template <class B, class Binder>
+layer_parts block_parts(Binder& b, std::size_t il) {
+    if constexpr (requires { block_impl<B>::parts(b, il); }) return block_impl<B>::parts(b, il);
+    else return {};
+}
+/// Whether any layer of block shape B may have a feed-forward.
+template <class B>
+inline constexpr bool block_feeds_forward = [] {
+    if constexpr (requires { B::feeds_forward; }) return bool(B::feeds_forward);
+    else return true;
+}();
 /// What a block keeps per layer: its block_impl's `weights`, or the norms.
 template <class B>
 struct block_weights {
@@ -141,8 +170,8 @@ layers::norm_weights bind_norm(Binder& b, const std::string& name, std::size_t E
 }
 } // namespace detail
 
-template <tensor_stem AttnNorm, tensor_stem FfnNorm>
-struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm>> {
+template <tensor_stem AttnNorm, tensor_stem FfnNorm, norm_tensor FfnName>
+struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName>> {
     template <class D>
     static constexpr std::size_t norms_per_layer() {
         return (D::sandwich_norms ? 2 : 0) + (D::pre_norms ? 2 : 0);
@@ -150,13 +179,14 @@ struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm>> {
 
     template <class D, class Binder>
     static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
-        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm>::describe());
+        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm, FfnName>::describe());
         const std::size_t E = b.hparams().dims.n_embd;
         using norm_policy = typename D::norm;
         const std::string attn_norm = blk + AttnNorm.str(), ffn_norm = blk + FfnNorm.str();
         if constexpr (D::pre_norms) {
             L.attn_norm = detail::bind_norm<typename D::base_norm>(b, attn_norm, E, eps);
-            L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
+            if constexpr (FfnName == norm_tensor::bare) L.ffn_norm = {b.vector_f32(ffn_norm, E), nullptr, eps};
+            else L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
         } else if (b.file().find_tensor(attn_norm + ".weight") || b.file().find_tensor(ffn_norm + ".weight")) {
             throw shape_error(norm_policy::describe() + " but the file has norms before the sublayers (" + attn_norm +
                               ".weight): use " + D::base_norm::describe() + " or PrePostNorm<" +

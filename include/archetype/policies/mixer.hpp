@@ -113,6 +113,9 @@ struct mixer_impl<SelfAttentionWith<QKNorm>> {
             throw shape_error(b.prefix() + "attention.head_count_kv[" + std::to_string(b.layer_index()) +
                               "] = 0: layer " + std::to_string(b.layer_index()) + " has no attention; compose its "
                               "mixer per layer (HybridMixer<SelfAttention, ShortConv>, policies/mixers/hybrid.hpp)");
+        if (d.n_head == 0)
+            throw shape_error(b.prefix() + "attention.head_count = 0: the file has no attention heads, but layer " +
+                              std::to_string(b.layer_index()) + "'s mixer is SelfAttention");
         if (b.keys().head_dim_v != d.head_dim)
             throw shape_error(b.prefix() + "attention.value_length = " + std::to_string(b.keys().head_dim_v) +
                               " differs from key_length = " + std::to_string(d.head_dim) +

@@ -59,12 +59,21 @@ struct SharedExpert {
 struct SigmoidGatedSharedExpert {
     static std::string describe() { return "sigmoid-gated shared expert"; }
 };
+/// One ungated shared expert {arch}.expert_shared_feed_forward_length wide (Granite-4.0-H's
+/// MoE variants: llama.cpp granite-hybrid.cpp adds it to the routed experts' sum).
+struct SharedExpertOfLength {
+    static std::string describe() { return "shared expert of expert_shared_feed_forward_length"; }
+};
 
 struct NoDenseLayers {
     static std::string describe() { return "every layer routed"; }
 };
 struct LeadingDenseLayers {
     static std::string describe() { return "leading dense layers"; }
+};
+/// A layer without a router (blk.N.ffn_gate_inp.weight) is dense (Jamba: MoE every other layer).
+struct DenseWithoutRouter {
+    static std::string describe() { return "dense where a layer has no router"; }
 };
 
 // ---- behaviour (the binder is decoder_model's; W is layers::moe_weights) ----
@@ -168,6 +177,21 @@ struct shared_expert_impl<SigmoidGatedSharedExpert> {
     }
 };
 
+/// dense_layers_impl<D>: leading(binder) = the count of leading dense layers; optional
+/// dense(binder, il) = whether layer il (past those) is dense too.
+template <>
+struct shared_expert_impl<SharedExpertOfLength> {
+    template <class Binder, class W>
+    static void bind(Binder& b, const std::string& blk, std::size_t E, std::size_t, std::size_t, W& w,
+                     bool gated = true) {
+        const std::string key = b.prefix() + "expert_shared_feed_forward_length";
+        const std::size_t ff = b.file().template get<std::size_t>(key);
+        if (ff == 0 || ff > (std::size_t(1) << 24))
+            throw format_error("metadata key '" + key + "' = " + std::to_string(ff) + " is out of range");
+        detail::bind_shared_block(b, blk, E, ff, gated, w);
+    }
+};
+
 template <class D>
 struct dense_layers_impl;
 
@@ -176,6 +200,19 @@ struct dense_layers_impl<NoDenseLayers> {
     template <class Binder>
     static std::size_t leading(Binder&) {
         return 0;
+    }
+};
+
+template <>
+struct dense_layers_impl<DenseWithoutRouter> {
+    template <class Binder>
+    static std::size_t leading(Binder&) {
+        return 0;
+    }
+    /// Whether layer il is dense (beyond the leading ones): it has no router tensor.
+    template <class Binder>
+    static bool dense(Binder& b, std::size_t il) {
+        return b.file().find_tensor("blk." + std::to_string(il) + ".ffn_gate_inp.weight") == nullptr;
     }
 };
 

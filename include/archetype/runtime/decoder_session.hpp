@@ -113,7 +113,8 @@ public:
         layout.k_only = detail::mixer_values_in_keys<mixer>; // MLA: values are a prefix of the keys
         // a layer whose mixer keeps no KV cells (a hybrid's recurrent layer) gets none
         for (std::size_t i = 0; i < range_.count; ++i)
-            if (!detail::mixer_keeps_kv<mixer>(m.layer_at(range_.first + i).attn)) layout.cells[i] = 0;
+            if (const auto& L = m.layer_at(range_.first + i); !L.mixes || !detail::mixer_keeps_kv<mixer>(L.attn))
+                layout.cells[i] = 0;
         cache_ = runtime::kv_cache(std::move(layout), opt_.max_sequences);
         cache_impl_t::init(g, cache_scratch_);
         attention_keys_ = cache_impl_t::attention_keys(g);
@@ -123,8 +124,10 @@ public:
         state_offset_.assign(range_.count, 0);
         std::size_t mix_scratch = 0, side = 0;
         for (std::size_t i = 0; i < range_.count; ++i) {
-            const auto& w = m.layer_at(range_.first + i).attn;
+            const auto& L = m.layer_at(range_.first + i);
+            const auto& w = L.attn;
             state_offset_[i] = state_per_seq_;
+            if (!L.mixes) continue; // a feed-forward-only layer keeps nothing
             state_per_seq_ += detail::mixer_state_floats<mixer>(w);
             mix_scratch = std::max(mix_scratch, detail::mixer_scratch_floats<mixer>(w, rows_));
             side = std::max(side, detail::mixer_side_channel_floats<mixer>(w, rows_));
@@ -589,6 +592,8 @@ private:
         /// v_dim floats of each key row, into attention_out() [n x n_head*v_dim].
         float* queries() noexcept { return s.q_.data(); }
         float* keys() noexcept { return s.k_.data(); }
+        /// value rows [n x n_head_kv*head_dim] (for attend_latent(0, ...): values of their own)
+        float* values() noexcept { return s.v_.data(); }
         float* attention_out() noexcept { return s.ao_.data(); }
         void rotate(float* x, std::size_t ld, std::size_t n_heads, std::size_t head_stride) noexcept {
             if (rope) layers::apply_rope(*rope, x, ld, n, n_heads, head_stride, s.cos_.data(), s.sin_.data());

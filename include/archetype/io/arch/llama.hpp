@@ -7,7 +7,11 @@
 // caller from the architecture registry (models/registry.hpp):
 //
 //   {arch}.context_length, embedding_length, block_count, attention.head_count  required
-//   {arch}.feed_forward_length            required unless the model is a MoE
+//           (head_count 0: a file without attention, llama.cpp's mamba / mamba2: no heads,
+//           and the mixer that would attend refuses it)
+//   {arch}.feed_forward_length            required unless the model is a MoE; 0 (mamba,
+//           mamba2: no feed-forward) or one value per layer (nemotron_h: 0 on the layers
+//           without one) are the block shape's to accept
 //   {arch}.attention.head_count_kv        default head_count
 //   {arch}.attention.key_length           default embedding_length / head_count
 //   {arch}.rope.dimension_count           default key_length
@@ -30,6 +34,7 @@
 //   ({arch}.embedding_scale, residual_scale, logit_scale: read by their policies,
 //           EmbeddingMultiplier, ResidualMultiplier, LogitDivisor / LogitMultiplier)
 //   attention scale: {arch}.attention.scale, else the conventions' rule, else 1/sqrt(key_length)
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +53,7 @@ enum class rope_scaling { none, linear, yarn };
 struct llama_hparams {
     std::string arch;                    // general.architecture
     std::size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0;
+    std::vector<std::size_t> n_ff_per_layer; // when feed_forward_length is an array (n_ff: its largest)
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
     float rms_eps = 0.f, ln_eps = 0.f;   // {arch}.attention.layer_norm_rms_epsilon / layer_norm_epsilon
     bool has_rms_eps = false, has_ln_eps = false;
@@ -97,7 +103,9 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     h.n_ctx_train = req("context_length", std::uint64_t(1) << 30);
     h.n_embd = req("embedding_length");
     h.n_layer = req("block_count", 4096);
-    h.n_head = req("attention.head_count", 4096);
+    // 0: no attention in the file (llama.cpp's recurrent converters write it so)
+    if (const std::string hk = a + "attention.head_count"; f.get<std::uint64_t>(hk) == 0) h.n_head = 0;
+    else h.n_head = req("attention.head_count", 4096);
     // a per-layer array (0 = a layer without attention: lfm2, jamba, granitehybrid) gives the
     // model's one KV head count here; which layers attend is the mixer's to read
     // (detail::layer_attends, policies/mixer.hpp)
@@ -115,23 +123,35 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
             if (v[il] != 0) h.n_head_kv = std::size_t(v[il]);
         }
         if (h.n_head_kv == 0) h.n_head_kv = h.n_head; // no attention layer at all: the heads are unused
-    } else {
+    } else if (h.n_head != 0) {
         h.n_head_kv = opt("attention.head_count_kv", h.n_head, 4096);
     }
-    if (h.n_head % h.n_head_kv != 0)
+    if (h.n_head == 0) {
+        // nothing attends: no head dimension, no rotation
+        if (const std::string kk = a + "attention.head_count_kv";
+            f.has(kk) && f.type_of(kk) != gguf::value_type::ARRAY)
+            h.n_head_kv = std::size_t(f.get<std::uint64_t>(kk));
+        if (h.n_head_kv != 0)
+            throw format_error(a + "attention.head_count = 0 but the file gives layers " + std::to_string(h.n_head_kv) +
+                               " KV heads");
+        h.head_dim = h.head_dim_v = opt("attention.key_length", 0, 65536);
+        h.n_rot = 0;
+    } else if (h.n_head % h.n_head_kv != 0)
         throw format_error(a + "attention.head_count = " + std::to_string(h.n_head) +
                            " is not a multiple of head_count_kv = " + std::to_string(h.n_head_kv));
-    if (h.n_embd % h.n_head != 0 && !f.has(a + "attention.key_length"))
+    if (h.n_head != 0 && h.n_embd % h.n_head != 0 && !f.has(a + "attention.key_length"))
         throw format_error(a + "embedding_length = " + std::to_string(h.n_embd) +
                            " is not a multiple of head_count = " + std::to_string(h.n_head));
-    h.head_dim = opt("attention.key_length", h.n_embd / h.n_head, 65536);
-    // a value_length other than key_length is the mixer's to accept (multi-head latent
-    // attention's values are a prefix of its keys) or refuse (SelfAttention)
-    h.head_dim_v = opt("attention.value_length", h.head_dim, 65536);
-    h.n_rot = opt("rope.dimension_count", h.head_dim, 65536);
-    if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
-        throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +
-                           " must be even and at most the head dimension " + std::to_string(h.head_dim));
+    if (h.n_head != 0) {
+        h.head_dim = opt("attention.key_length", h.n_embd / h.n_head, 65536);
+        // a value_length other than key_length is the mixer's to accept (multi-head latent
+        // attention's values are a prefix of its keys) or refuse (SelfAttention)
+        h.head_dim_v = opt("attention.value_length", h.head_dim, 65536);
+        h.n_rot = opt("rope.dimension_count", h.head_dim, 65536);
+        if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
+            throw format_error(a + "rope.dimension_count = " + std::to_string(h.n_rot) +
+                               " must be even and at most the head dimension " + std::to_string(h.head_dim));
+    }
     auto eps_key = [&](const char* key, float& v, bool& has) {
         if (!(has = f.has(a + key))) return;
         v = f.get<float>(a + key);
@@ -175,6 +195,21 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
         h.n_ff_exp = opt("expert_feed_forward_length", 0);
         h.n_ff = opt("feed_forward_length", h.n_ff_exp);
         if (h.n_ff_exp == 0) h.n_ff_exp = h.n_ff;
+    } else if (const std::string fk = a + "feed_forward_length"; f.has(fk) && f.type_of(fk) == gguf::value_type::ARRAY) {
+        // one width per layer (nemotron_h: 0 on its mixer layers); which layers feed forward
+        // is the block shape's to read
+        const auto v = f.get<std::vector<std::uint64_t>>(fk);
+        if (v.size() != h.n_layer)
+            throw format_error(fk + " has " + std::to_string(v.size()) + " values for " + std::to_string(h.n_layer) +
+                               " layers");
+        for (std::size_t il = 0; il < v.size(); ++il) {
+            if (v[il] > (std::uint64_t(1) << 24))
+                throw format_error(fk + "[" + std::to_string(il) + "] = " + std::to_string(v[il]) + " is out of range");
+            h.n_ff_per_layer.push_back(std::size_t(v[il]));
+            h.n_ff = std::max(h.n_ff, std::size_t(v[il]));
+        }
+    } else if (f.get<std::uint64_t>(fk) == 0) {
+        h.n_ff = 0; // no feed-forward (mamba, mamba2): the block shape must have none
     } else {
         h.n_ff = req("feed_forward_length");
     }

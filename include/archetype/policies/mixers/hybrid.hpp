@@ -7,7 +7,9 @@
 // memory is their composition (llama_memory_hybrid's idea, without its downcast: the
 // layer's mixer type says which memory it has).
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
@@ -16,7 +18,41 @@
 
 namespace archetype {
 
-template <class Attention, class Recurrent>
+/// Which layers of a hybrid run its recurrent mixer, read from the file as llama.cpp does.
+/// Where head_count_kv[il] == 0 (lfm2, jamba, granitehybrid, nemotron_h): the default.
+struct recurrent_where_no_kv_heads {
+    static std::string describe() { return "where head_count_kv[il] == 0"; }
+    template <class Binder>
+    static bool recurrent(Binder& b) {
+        return !detail::layer_attends(b);
+    }
+};
+/// Between full-attention layers (qwen3next, qwen35): {arch}.attention.recurrent_layers[il]
+/// (bools) when the file has it, else (il + 1) % {arch}.full_attention_interval != 0
+/// (interval 4 when absent, llama.cpp's default).
+struct recurrent_between_full_attention {
+    static std::string describe() { return "where (il + 1) % full_attention_interval != 0"; }
+    template <class Binder>
+    static bool recurrent(Binder& b) {
+        const std::size_t il = b.layer_index(), n_layer = b.keys().n_layer;
+        const std::string arr = b.prefix() + "attention.recurrent_layers";
+        if (b.file().has(arr)) {
+            const auto v = b.file().template get<std::vector<bool>>(arr);
+            if (v.size() < n_layer)
+                throw format_error("metadata key '" + arr + "' has " + std::to_string(v.size()) + " values for " +
+                                   std::to_string(n_layer) + " layers");
+            return v[il];
+        }
+        const std::string key = b.prefix() + "full_attention_interval";
+        const auto interval = b.file().template get_or<std::uint64_t>(key, 4);
+        if (interval == 0 || interval > n_layer)
+            throw format_error("metadata key '" + key + "' = " + std::to_string(interval) + " is out of range (1.." +
+                               std::to_string(n_layer) + ")");
+        return (il + 1) % interval != 0;
+    }
+};
+
+template <class Attention, class Recurrent, class Rule = recurrent_where_no_kv_heads>
 struct HybridMixer {
     static_assert(Attention::attention && !Recurrent::attention,
                   "archetype: HybridMixer<Attention, Recurrent> takes an attention mixer first and a recurrent one "
@@ -24,14 +60,12 @@ struct HybridMixer {
     using axis = archetype::axis::mixer;
     static constexpr std::string_view name = "HybridMixer";
     static constexpr bool attention = true; // some layers attend: the model has a KV cache
-    static std::string describe() {
-        return Attention::describe() + " | " + Recurrent::describe() + " where head_count_kv[il] == 0";
-    }
+    static std::string describe() { return Attention::describe() + " | " + Recurrent::describe() + " " + Rule::describe(); }
 };
 
 
-template <class A, class R>
-struct mixer_impl<HybridMixer<A, R>> {
+template <class A, class R, class Rule>
+struct mixer_impl<HybridMixer<A, R, Rule>> {
     struct weights {
         bool recurrent = false; // this layer's mixer is R
         typename mixer_impl<A>::weights a{};
@@ -39,7 +73,7 @@ struct mixer_impl<HybridMixer<A, R>> {
     };
     template <class Binder>
     static void bind(Binder& b, const std::string& blk, weights& w) {
-        w.recurrent = !detail::layer_attends(b);
+        w.recurrent = Rule::recurrent(b);
         if (w.recurrent) mixer_impl<R>::bind(b, blk, w.r);
         else mixer_impl<A>::bind(b, blk, w.a);
     }
