@@ -32,7 +32,8 @@ namespace {
 const ggml_type all_types[] = {ggml_type::F32,  ggml_type::F16,  ggml_type::BF16, ggml_type::Q8_0,
                                ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1,
                                ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K,
-                               ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS, ggml_type::MXFP4};
+                               ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS, ggml_type::MXFP4,
+                               ggml_type::TQ1_0, ggml_type::TQ2_0};
 
 std::string name(ggml_type t) { return std::string(archetype::type_name(t)); }
 
@@ -69,6 +70,22 @@ std::vector<std::uint8_t> random_rows(ggml_type t, std::size_t rows, std::size_t
         case ggml_type::IQ4_NL: f16(b, 0.05f * pos() * (byte(rng) & 1 ? 1 : -1)); break;
         case ggml_type::IQ4_XS: f16(b, pos()); break; // the sub-block scales ls - 32 carry the sign
         case ggml_type::MXFP4: b[0] = static_cast<std::uint8_t>(120 + byte(rng) % 4); break; // scales 2^-8 .. 2^-5
+        // ternary: random trits in the encodings ggml's quantiser writes (TQ1_0: the base-3
+        // number t of 5 (qh: 4, shifted) trits as ceil(256 t / 243); TQ2_0: 2-bit codes 0..2)
+        case ggml_type::TQ1_0: {
+            std::uniform_int_distribution<int> t5(0, 242), t4(0, 80);
+            for (std::size_t j = 0; j < 48; ++j) b[j] = static_cast<std::uint8_t>((t5(rng) * 256 + 242) / 243);
+            for (std::size_t j = 48; j < 52; ++j) b[j] = static_cast<std::uint8_t>((t4(rng) * 3 * 256 + 242) / 243);
+            f16(b + 52, pos() * (byte(rng) & 1 ? 1 : -1));
+            break;
+        }
+        case ggml_type::TQ2_0: {
+            std::uniform_int_distribution<int> trit(0, 2);
+            for (std::size_t j = 0; j < 64; ++j)
+                b[j] = static_cast<std::uint8_t>(trit(rng) | trit(rng) << 2 | trit(rng) << 4 | trit(rng) << 6);
+            f16(b + 64, pos() * (byte(rng) & 1 ? 1 : -1));
+            break;
+        }
         default: break;
         }
     }
@@ -723,8 +740,8 @@ ggml_fixture read_fixture(ggml_type t) {
     return f;
 }
 
-const ggml_type ggml_fixture_types[] = {ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
-                                        ggml_type::MXFP4};
+const ggml_type ggml_fixture_types[] = {ggml_type::Q2_K,  ggml_type::Q3_K,  ggml_type::IQ4_NL, ggml_type::IQ4_XS,
+                                        ggml_type::MXFP4, ggml_type::TQ1_0, ggml_type::TQ2_0};
 
 } // namespace
 

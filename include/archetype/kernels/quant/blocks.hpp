@@ -36,6 +36,10 @@
 //               (scales_h >> 2i & 3) << 4; value = d * (ls_i - 32) * kvalues_iq4nl[code]
 //   MXFP4       e (E8M0, one byte) then Q4_0's nibbles; value = kvalues_mxfp4[code] * 2^(e - 128)
 //               (the table holds the E2M1 values doubled, e8m0_to_fp32_half halves the scale)
+//   TQ2_0       qs[64] then d: as Q2_K's quants, element 128h + 32j + l = (qs[32h + l] >> 2j & 3) - 1
+//   TQ1_0       qs[48], qh[4], d: base-3 bytes, trit n of a byte (tq1_trit) is element
+//               32n + l of qs[l] (l < 32), 160 + 16n + l of qs[32 + l] (l < 16, n < 5),
+//               240 + 4n + l of qh[l] (l < 4, n < 4); value = d * (trit - 1)
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -68,6 +72,8 @@ struct block_q3_K { std::uint8_t hmask[32]; std::uint8_t qs[64]; std::uint8_t sc
 struct block_iq4_nl { std::uint16_t d; std::uint8_t qs[16]; };
 struct block_iq4_xs { std::uint16_t d, scales_h; std::uint8_t scales_l[4]; std::uint8_t qs[128]; };
 struct block_mxfp4 { std::uint8_t e; std::uint8_t qs[16]; };
+struct block_tq1_0 { std::uint8_t qs[48]; std::uint8_t qh[4]; std::uint16_t d; };
+struct block_tq2_0 { std::uint8_t qs[64]; std::uint16_t d; };
 
 static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
               sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_q4_K) == 144 &&
@@ -77,6 +83,8 @@ static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(blo
 static_assert(traits_of(ggml_type::IQ4_NL).type_size == sizeof(block_iq4_nl) &&
               traits_of(ggml_type::IQ4_XS).type_size == sizeof(block_iq4_xs) &&
               traits_of(ggml_type::MXFP4).type_size == sizeof(block_mxfp4) && offsetof(block_iq4_xs, qs) == 8);
+static_assert(traits_of(ggml_type::TQ1_0).type_size == sizeof(block_tq1_0) && offsetof(block_tq1_0, d) == 52 &&
+              traits_of(ggml_type::TQ2_0).type_size == sizeof(block_tq2_0) && offsetof(block_tq2_0, d) == 64);
 static_assert(traits_of(ggml_type::Q4_0).type_size == sizeof(block_q4_0) &&
               traits_of(ggml_type::Q4_1).type_size == sizeof(block_q4_1) &&
               traits_of(ggml_type::Q5_0).type_size == sizeof(block_q5_0) &&
@@ -149,6 +157,23 @@ inline float e8m0_to_fp32_half(std::uint8_t e) noexcept {
     return f;
 }
 
+/// Trit n (0..4) of a TQ1_0 byte: 0, 1 or 2 (the value is trit - 1). The byte holds
+/// ceil(256 * t / 243) for the base-3 number t of its trits, first trit most
+/// significant: times 3^n (mod 256) brings trit n to the top, times 3 >> 8 reads it
+/// (ggml's dequantize_row_tq1_0).
+inline unsigned tq1_trit(std::uint8_t byte, unsigned n) noexcept {
+    static constexpr std::uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    const auto q = static_cast<std::uint8_t>(byte * pow3[n]);
+    return (unsigned(q) * 3u) >> 8;
+}
+
+/// Where element j (0..255) of a TQ1_0 block lives: its byte (qs, then qh at 48) and trit.
+inline void tq1_position(std::size_t j, std::size_t& byte, unsigned& trit) noexcept {
+    if (j < 160) byte = j % 32, trit = unsigned(j / 32);
+    else if (j < 240) byte = 32 + (j - 160) % 16, trit = unsigned((j - 160) / 16);
+    else byte = 48 + (j - 240) % 4, trit = unsigned((j - 240) / 4);
+}
+
 /// True for the types this module can dequantise and multiply.
 constexpr bool is_supported(ggml_type t) noexcept {
     switch (t) {
@@ -156,7 +181,7 @@ constexpr bool is_supported(ggml_type t) noexcept {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0:
     case ggml_type::Q5_1: case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K:
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
-    case ggml_type::MXFP4:
+    case ggml_type::MXFP4: case ggml_type::TQ1_0: case ggml_type::TQ2_0:
         return true;
     default:
         return false;

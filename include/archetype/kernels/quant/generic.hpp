@@ -35,6 +35,7 @@ inline act activations_for(ggml_type type) noexcept {
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act::q8_K;
     case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act::q8_0;
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act::q8_K;
     default: return act::exact;
     }
 }

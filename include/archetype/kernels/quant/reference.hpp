@@ -129,6 +129,16 @@ inline float element(ggml_type type, const void* row, std::size_t i) {
         const float dl = load_f16(b) * float(int(iq4_xs_scale(b, sub)) - 32);
         return dl * float(ggml_tables::kvalues_iq4nl[code]);
     }
+    case ggml_type::TQ1_0: {
+        std::size_t byte;
+        unsigned trit;
+        tq1_position(j, byte, trit);
+        return float(int(tq1_trit(b[byte], trit)) - 1) * load_f16(b + 52);
+    }
+    case ggml_type::TQ2_0: {
+        const std::size_t h = j / 128, g = j % 128 / 32, l = j % 32;
+        return float(int((b[32 * h + l] >> (2 * g)) & 3) - 1) * load_f16(b + 64);
+    }
     default:
         throw argument_error("reference dequantisation: type " + std::string(type_name(type)) +
                              " is not supported");
@@ -150,6 +160,7 @@ inline act_type activation_type(ggml_type type) {
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_type::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act_type::q8_K;
     case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act_type::q8_0;
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act_type::q8_K;
     default:
         throw argument_error("reference activation quantisation: type " + std::string(type_name(type)) +
                              " has no int8 activation format");

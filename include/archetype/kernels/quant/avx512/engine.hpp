@@ -301,6 +301,8 @@ inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     case ggml_type::IQ4_NL: detail::run<detail::dec_iq4_nl>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::IQ4_XS: detail::run<detail::dec_iq4_xs>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::MXFP4: detail::run<detail::dec_mxfp4>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::TQ1_0: detail::run<detail::dec_unpacked<ggml_type::TQ1_0>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::TQ2_0: detail::run<detail::dec_unpacked<ggml_type::TQ2_0>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     default: return false;
     }
 }

@@ -24,6 +24,8 @@
 //       (Q3_K: sc the 16 signed scales, times u = q + 4): the same for the 16-element
 //       sub-blocks of Q2_K and Q3_K; kxs_block(blk, x, sc) (IQ4_XS: the table values of
 //       the codes times the 8 signed scales sc)
+//   sdot16_block(v, x, sc): the types of quant/unpack.hpp, unpacked to signed int8 v:
+//       sum over the 16 sub-blocks of sc[k] * (v . x)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
+#include "archetype/kernels/quant/unpack.hpp"
 
 namespace archetype::quant::int8 {
 
@@ -63,6 +66,13 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
             const std::int8_t* x = a.q + 256 * b;
             for (int r = 0; r < R; ++r) {
                 const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
+                if constexpr (unpack::unpacks(T)) {
+                    // signed integers, integer scales: nothing to fold out
+                    unpack::block256 u;
+                    unpack::unpack_block<T>(blk, u);
+                    acc[r] = E::fma(E::sdot16_block(u.v, x, u.scale), u.d * dx, acc[r]);
+                    continue;
+                }
                 std::int32_t corr;
                 float dwx, cx;
                 if constexpr (T == ggml_type::Q6_K) {
