@@ -802,3 +802,35 @@ BOOST_AUTO_TEST_CASE(matmul_matches_ggml_dequantised_weights) {
         }
     }
 }
+
+// quantize_row against ggml's quantize_<type> (libggml-base, no importance matrix) on
+// the same floats, byte for byte (make_quant_fixtures.py's quantiser fixtures: gaussian
+// rows, an all-zero block, tiny rows, exact rounding ties).
+BOOST_AUTO_TEST_CASE(quantize_matches_ggml_bytes) {
+    const char* dir = std::getenv("ARCHETYPE_QUANT_DATA");
+    if (!dir) throw std::runtime_error("ARCHETYPE_QUANT_DATA (tests/data/quant) is not set");
+    for (ggml_type t : {ggml_type::TQ1_0, ggml_type::TQ2_0}) {
+        std::string file = name(t);
+        for (auto& c : file)
+            if (c != 'K') c = char(std::tolower(static_cast<unsigned char>(c)));
+        const std::string path = std::string(dir) + "/quantize_" + file + ".bin";
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw std::runtime_error("cannot open " + path);
+        char magic[4];
+        std::uint32_t h[4];
+        in.read(magic, 4);
+        in.read(reinterpret_cast<char*>(h), sizeof h);
+        if (!in || std::memcmp(magic, "AQQX", 4) != 0 || h[0] != 1 || h[1] != std::uint32_t(t))
+            throw std::runtime_error(path + ": not a version 1 quantiser fixture of " + name(t));
+        const std::size_t rows = h[2], cols = h[3], rb = row_bytes(t, cols);
+        std::vector<float> x(rows * cols);
+        std::vector<std::uint8_t> want(rows * rb), got(rows * rb);
+        in.read(reinterpret_cast<char*>(x.data()), std::streamsize(x.size() * 4));
+        in.read(reinterpret_cast<char*>(want.data()), std::streamsize(want.size()));
+        if (!in || in.peek() != std::char_traits<char>::eof()) throw std::runtime_error(path + ": wrong size");
+        for (std::size_t r = 0; r < rows; ++r) q::quantize_row(t, x.data() + r * cols, got.data() + r * rb, cols);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) bad += got[i] != want[i];
+        BOOST_TEST(bad == 0u, name(t) << ": " << bad << " of " << want.size() << " bytes differ from ggml's");
+    }
+}

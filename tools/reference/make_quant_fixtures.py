@@ -26,6 +26,13 @@ Output: tests/data/quant/<type>.bin, little-endian:
     f32[rows * cols]   fused
 and tests/data/quant/manifest.json (the llama.cpp commit, sizes, the gguf-py check).
 
+Quantiser fixtures for the types `archetype quantize` writes (QUANTISE below):
+tests/data/quant/quantize_<type>.bin, little-endian:
+    char[4] "AQQX"; u32 version = 1; u32 ggml type id; u32 rows; u32 cols
+    f32[rows * cols]   the source rows (gaussian with outliers, an all-zero block,
+                       tiny rows, and values at exact rounding ties of the scale)
+    rows * row_bytes   ggml's quantize_<type> of them (libggml-base, no imatrix)
+
 Usage: make_quant_fixtures.py [--llama-cpp DIR] [--out DIR]
   DIR: a llama.cpp checkout with build-native/bin/libggml-base.so (default
   /work/peers/llama.cpp-src); gguf-py is taken from DIR/gguf-py.
@@ -54,6 +61,9 @@ TYPES = {
 }
 ROWS_QUANTISED = 6
 ROWS_RANDOM = 6
+# types archetype quantises, checked byte for byte against ggml's quantize_<type>
+QUANTISE = ["TQ1_0", "TQ2_0"]
+QUANTISE_ROWS = 8
 
 
 def build_fused(src: str, libdir: str, tmp: str) -> str:
@@ -106,6 +116,32 @@ def dequantise(lib, name, blocks, n):
     return y
 
 
+def quantiser_source(t, rng):
+    """Rows for the quantiser fixtures: what the weights of a file look like, and the
+    edge cases of the rounding (exact ties x * id = k + 0.5 of the block's scale)."""
+    cols, bs = t["cols"], t["bs"]
+    x = rng.standard_normal((QUANTISE_ROWS, cols)).astype(np.float32)
+    x[:, ::29] *= 5.0
+    x[1] *= 1e-4
+    x[2, :bs] = 0.0
+    # ties: a block of multiples of amax / 4 (x * id = 0.25, 0.5, 0.75 ... exactly)
+    x[3, :bs] = (np.arange(bs) % 9 - 4).astype(np.float32) * 0.25
+    x[4, :bs] = np.where(np.arange(bs) % 2 == 0, 0.5, -0.5).astype(np.float32)
+    x[4, 0] = 1.0
+    return x
+
+
+def quantise(lib, name, t, x):
+    rows, cols = x.shape
+    dst = np.zeros(rows * cols // t["bs"] * t["ts"], dtype=np.uint8)
+    f = getattr(lib, "quantize_" + name.lower().replace("_k", "_K"))
+    f.restype = ctypes.c_size_t
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    n = f(np.ascontiguousarray(x).ctypes.data, dst.ctypes.data, rows, cols, None)
+    assert n == dst.size, (name, n, dst.size)
+    return dst
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-cpp", default="/work/peers/llama.cpp-src")
@@ -148,6 +184,19 @@ def main():
                                        "quantised_rows": ROWS_QUANTISED, "random_rows": ROWS_RANDOM,
                                        "gguf_py_equals_plain": gguf_same, "fused_differs": differ}
             print(f"{name}: {rows} x {t['cols']}, fused differs in {differ} of {n}")
+        manifest["quantise"] = {}
+        for name in QUANTISE:
+            t = TYPES[name]
+            rng = np.random.default_rng(1000 + t["id"])
+            x = quantiser_source(t, rng)
+            blocks = quantise(plain_lib, name, t, x)
+            path = os.path.join(args.out, "quantize_" + name.lower().replace("_k", "_K") + ".bin")
+            with open(path, "wb") as f:
+                f.write(b"AQQX" + struct.pack("<IIII", 1, t["id"], x.shape[0], x.shape[1]))
+                f.write(x.astype("<f4").tobytes())
+                f.write(blocks.tobytes())
+            manifest["quantise"][name] = {"file": os.path.basename(path), "rows": x.shape[0], "cols": x.shape[1]}
+            print(f"{name}: quantiser fixture {x.shape[0]} x {x.shape[1]}")
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")

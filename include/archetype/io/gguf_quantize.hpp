@@ -35,6 +35,8 @@ inline std::uint32_t file_type_of(ggml_type t) {
     case ggml_type::Q5_1: return 9;
     case ggml_type::Q6_K: return 18;
     case ggml_type::BF16: return 32;
+    case ggml_type::TQ1_0: return 36;
+    case ggml_type::TQ2_0: return 37;
     default:
         throw argument_error("no general.file_type for type " + std::string(type_name(t)));
     }
