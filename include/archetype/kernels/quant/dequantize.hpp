@@ -16,6 +16,7 @@
 #include "archetype/core/half.hpp"
 #include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/iq_dequantize.hpp"
 
 namespace archetype::quant {
 
@@ -234,6 +235,13 @@ inline void dequantize_row(ggml_type type, const void* src, float* dst, std::siz
         case ggml_type::MXFP4: detail::dq_mxfp4(s, dst); break;
         case ggml_type::TQ1_0: detail::dq_tq1_0(s, dst); break;
         case ggml_type::TQ2_0: detail::dq_tq2_0(s, dst); break;
+        case ggml_type::IQ2_XXS: detail::dq_iq2_xxs(s, dst); break;
+        case ggml_type::IQ2_XS: detail::dq_iq2_xs(s, dst); break;
+        case ggml_type::IQ2_S: detail::dq_iq2_s(s, dst); break;
+        case ggml_type::IQ3_XXS: detail::dq_iq3_xxs(s, dst); break;
+        case ggml_type::IQ3_S: detail::dq_iq3_s(s, dst); break;
+        case ggml_type::IQ1_S: detail::dq_iq1_s(s, dst); break;
+        case ggml_type::IQ1_M: detail::dq_iq1_m(s, dst); break;
         default: break; // unreachable: check_row refused it
         }
     }

@@ -14,9 +14,12 @@
 // O(256) multiply-adds per token, read once per row and token group.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "archetype/core/dtype.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/iq_dequantize.hpp"
+#include "archetype/kernels/quant/iq_grids.hpp"
 
 namespace archetype::quant::unpack {
 
@@ -28,16 +31,36 @@ struct block256 {
 };
 
 /// The types unpack_block takes.
-constexpr bool unpacks(ggml_type t) noexcept { return t == ggml_type::TQ1_0 || t == ggml_type::TQ2_0; }
+constexpr bool unpacks(ggml_type t) noexcept {
+    switch (t) {
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS:
+    case ggml_type::IQ2_S: case ggml_type::IQ3_XXS: case ggml_type::IQ3_S: case ggml_type::IQ1_S:
+    case ggml_type::IQ1_M:
+        return true;
+    default:
+        return false;
+    }
+}
 
 /// Elements per distinct scale of type T: 32 where scale[2i] == scale[2i + 1] always
 /// (kernels that sum whole 32-element sub-blocks in integers round less), else 16.
 template <ggml_type T>
-inline constexpr int sub_elements = 32;
+inline constexpr int sub_elements =
+    T == ggml_type::IQ2_XS || T == ggml_type::IQ2_S || T == ggml_type::IQ1_M ? 16 : 32;
 
 namespace detail {
 inline void unit_scales(block256& out) noexcept {
     for (auto& s : out.scale) s = 1;
+}
+/// 8 magnitudes (bytes of a grid entry) with a sign byte: bit k negates element k.
+inline void signed8(const std::uint8_t* mag, std::uint8_t signs, std::int8_t* v) noexcept {
+    for (std::size_t k = 0; k < 8; ++k) v[k] = static_cast<std::int8_t>(signs >> k & 1 ? -int(mag[k]) : int(mag[k]));
+}
+/// IQ1's 8 grid values g (-1, 0, 1) with the group's delta sign: v = 8 g + 1 or 8 g - 1
+/// (the value g +- 1/8 times 8; the scale's d carries the 1/8).
+inline void iq1_group(const std::uint8_t* grid, bool minus, std::int8_t* v) noexcept {
+    for (std::size_t k = 0; k < 8; ++k)
+        v[k] = static_cast<std::int8_t>(8 * int(static_cast<std::int8_t>(grid[k])) + (minus ? -1 : 1));
 }
 } // namespace detail
 
@@ -62,6 +85,78 @@ inline void unpack_block(const std::uint8_t* blk, block256& out) noexcept {
             for (std::size_t m = 0; m < 4; ++m) v[m] = static_cast<std::int8_t>(int(tq1_trit(blk[48 + m], n)) - 1);
         detail::unit_scales(out);
         out.d = load_f16(blk + 52);
+    } else if constexpr (T == ggml_type::IQ2_XXS || T == ggml_type::IQ3_XXS) {
+        // scale 2 ls + 1 per 32: d (0.5 + ls) / 4 = d / 8 (2 ls + 1) (IQ3_XXS: / 2, d / 4)
+        for (std::size_t ib = 0; ib < 8; ++ib) {
+            const std::uint8_t* q = blk + 2 + 8 * ib;
+            const std::uint32_t w = load_u32(T == ggml_type::IQ2_XXS ? q + 4 : blk + 66 + 4 * ib);
+            out.scale[2 * ib] = out.scale[2 * ib + 1] = std::int16_t(2 * (w >> 28) + 1);
+            for (unsigned l = 0; l < 4; ++l) {
+                const std::uint8_t signs = iq_grids::ksigns_iq2xs[(w >> (7 * l)) & 127];
+                std::uint8_t mag[8];
+                if constexpr (T == ggml_type::IQ2_XXS) {
+                    std::memcpy(mag, quant::detail::grid8(iq_grids::iq2xxs_grid, q[l]), 8);
+                } else {
+                    std::memcpy(mag, quant::detail::grid4(iq_grids::iq3xxs_grid, q[2 * l]), 4);
+                    std::memcpy(mag + 4, quant::detail::grid4(iq_grids::iq3xxs_grid, q[2 * l + 1]), 4);
+                }
+                detail::signed8(mag, signs, out.v + 32 * ib + 8 * l);
+            }
+        }
+        out.d = load_f16(blk) * (T == ggml_type::IQ2_XXS ? 0.125f : 0.25f);
+    } else if constexpr (T == ggml_type::IQ2_XS || T == ggml_type::IQ2_S) {
+        // scale 2 s + 1 per 16 (a nibble of scales[ib]), d / 8
+        const std::uint8_t* sc = blk + (T == ggml_type::IQ2_XS ? 66 : 74);
+        for (std::size_t ib = 0; ib < 8; ++ib) {
+            out.scale[2 * ib] = std::int16_t(2 * (sc[ib] & 0xf) + 1);
+            out.scale[2 * ib + 1] = std::int16_t(2 * (sc[ib] >> 4) + 1);
+            for (unsigned l = 0; l < 4; ++l) {
+                if constexpr (T == ggml_type::IQ2_XS) {
+                    const std::uint16_t q = load_u16(blk + 2 + 2 * (4 * ib + l));
+                    detail::signed8(quant::detail::grid8(iq_grids::iq2xs_grid, q & 511), iq_grids::ksigns_iq2xs[q >> 9],
+                                    out.v + 32 * ib + 8 * l);
+                } else {
+                    const unsigned hi = (unsigned(blk[66 + ib]) >> (2 * l)) & 3;
+                    detail::signed8(quant::detail::grid8(iq_grids::iq2s_grid, blk[2 + 4 * ib + l] | hi << 8),
+                                    blk[34 + 4 * ib + l], out.v + 32 * ib + 8 * l);
+                }
+            }
+        }
+        out.d = load_f16(blk) * 0.125f;
+    } else if constexpr (T == ggml_type::IQ3_S) {
+        for (std::size_t ib = 0; ib < 8; ++ib) {
+            out.scale[2 * ib] = out.scale[2 * ib + 1] = std::int16_t(1 + 2 * ((blk[106 + ib / 2] >> (4 * (ib % 2))) & 0xf));
+            const std::uint8_t* qs = blk + 2 + 8 * ib;
+            const unsigned qh = blk[66 + ib];
+            for (unsigned l = 0; l < 4; ++l) {
+                std::uint8_t mag[8];
+                std::memcpy(mag, quant::detail::grid4(iq_grids::iq3s_grid, qs[2 * l] | ((qh << (8 - 2 * l)) & 256)), 4);
+                std::memcpy(mag + 4, quant::detail::grid4(iq_grids::iq3s_grid, qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)), 4);
+                detail::signed8(mag, blk[74 + 4 * ib + l], out.v + 32 * ib + 8 * l);
+            }
+        }
+        out.d = load_f16(blk);
+    } else if constexpr (T == ggml_type::IQ1_S) {
+        for (std::size_t ib = 0; ib < 8; ++ib) {
+            const unsigned qh = load_u16(blk + 34 + 2 * ib);
+            out.scale[2 * ib] = out.scale[2 * ib + 1] = std::int16_t(2 * ((qh >> 12) & 7) + 1);
+            for (unsigned l = 0; l < 4; ++l)
+                detail::iq1_group(quant::detail::grid8(iq_grids::iq1s_grid, blk[2 + 4 * ib + l] | ((qh >> (3 * l)) & 7) << 8),
+                                  qh & 0x8000, out.v + 32 * ib + 8 * l);
+        }
+        out.d = load_f16(blk) * 0.125f;
+    } else if constexpr (T == ggml_type::IQ1_M) {
+        for (std::size_t ib = 0; ib < 8; ++ib) {
+            const unsigned sc = load_u16(blk + 48 + 2 * (ib / 2));
+            out.scale[2 * ib] = std::int16_t(2 * ((sc >> (6 * (ib % 2))) & 7) + 1);
+            out.scale[2 * ib + 1] = std::int16_t(2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1);
+            for (unsigned l = 0; l < 4; ++l) {
+                const unsigned nib = unsigned(blk[32 + 2 * ib + l / 2]) >> (4 * (l % 2));
+                detail::iq1_group(quant::detail::grid8(iq_grids::iq1s_grid, blk[4 * ib + l] | (nib & 7) << 8), nib & 8,
+                                  out.v + 32 * ib + 8 * l);
+            }
+        }
+        out.d = iq1_m_d(blk) * 0.125f;
     }
 }
 

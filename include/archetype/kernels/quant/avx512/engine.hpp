@@ -303,6 +303,13 @@ inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     case ggml_type::MXFP4: detail::run<detail::dec_mxfp4>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::TQ1_0: detail::run<detail::dec_unpacked<ggml_type::TQ1_0>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::TQ2_0: detail::run<detail::dec_unpacked<ggml_type::TQ2_0>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ2_XXS: detail::run<detail::dec_unpacked<ggml_type::IQ2_XXS>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ2_XS: detail::run<detail::dec_unpacked<ggml_type::IQ2_XS>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ2_S: detail::run<detail::dec_unpacked<ggml_type::IQ2_S>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ3_XXS: detail::run<detail::dec_unpacked<ggml_type::IQ3_XXS>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ3_S: detail::run<detail::dec_unpacked<ggml_type::IQ3_S>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ1_S: detail::run<detail::dec_unpacked<ggml_type::IQ1_S>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
+    case ggml_type::IQ1_M: detail::run<detail::dec_unpacked<ggml_type::IQ1_M>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     default: return false;
     }
 }

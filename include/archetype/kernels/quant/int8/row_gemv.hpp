@@ -96,7 +96,8 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
     using ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1, ggml_type::Q4_K,
         ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
-        ggml_type::MXFP4, ggml_type::TQ1_0, ggml_type::TQ2_0;
+        ggml_type::MXFP4, ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::IQ2_XXS, ggml_type::IQ2_XS, ggml_type::IQ2_S,
+        ggml_type::IQ3_XXS, ggml_type::IQ3_S, ggml_type::IQ1_S, ggml_type::IQ1_M;
     switch (type) {
     case Q8_0: detail::run<Engine, Q8_0>(parts, n_parts, cols, acts, n_tok, pool); break;
     case Q4_0: detail::run<Engine, Q4_0>(parts, n_parts, cols, acts, n_tok, pool); break;
@@ -113,6 +114,13 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     case MXFP4: detail::run<Engine, MXFP4>(parts, n_parts, cols, acts, n_tok, pool); break;
     case TQ1_0: detail::run<Engine, TQ1_0>(parts, n_parts, cols, acts, n_tok, pool); break;
     case TQ2_0: detail::run<Engine, TQ2_0>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ2_XXS: detail::run<Engine, IQ2_XXS>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ2_XS: detail::run<Engine, IQ2_XS>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ2_S: detail::run<Engine, IQ2_S>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ3_XXS: detail::run<Engine, IQ3_XXS>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ3_S: detail::run<Engine, IQ3_S>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ1_S: detail::run<Engine, IQ1_S>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case IQ1_M: detail::run<Engine, IQ1_M>(parts, n_parts, cols, acts, n_tok, pool); break;
     default: break;
     }
     return true;
