@@ -8,10 +8,10 @@
 // d is the block's fp16 scale times a power of two the type's formula carries (exact),
 // scale the integer sub-block scale (16-element sub-blocks; a 32-element type repeats
 // it). The level's kernels then take the signed dot of v with the int8 activations per
-// sub-block (avx2/engine.hpp, neon/engine.hpp: sdot16_block; the AVX-512 decoder
-// offsets v by 128 like Q8_0's u) and the float side multiplies by d * dx
-// (int8/row_dot.hpp). Unpacking is scalar and per block: O(256) beside the dot's
-// O(256) multiply-adds per token, read once per row and token group.
+// sub-block (avx2/engine.hpp, also the avxvnni and avx512 levels' row engine;
+// neon/engine.hpp: sdot16_block; quant::generic in scalar integers) and the float side
+// multiplies by d * dx (int8/row_dot.hpp). Unpacking is scalar and per block: O(256)
+// beside the dot's O(256) multiply-adds per token, read once per row and token group.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -41,12 +41,6 @@ constexpr bool unpacks(ggml_type t) noexcept {
         return false;
     }
 }
-
-/// Elements per distinct scale of type T: 32 where scale[2i] == scale[2i + 1] always
-/// (kernels that sum whole 32-element sub-blocks in integers round less), else 16.
-template <ggml_type T>
-inline constexpr int sub_elements =
-    T == ggml_type::IQ2_XS || T == ggml_type::IQ2_S || T == ggml_type::IQ1_M ? 16 : 32;
 
 namespace detail {
 inline void unit_scales(block256& out) noexcept {

@@ -34,7 +34,6 @@ template <> struct sub_traits<dec_q3_K> { static constexpr int sub = 16, zero = 
 template <> struct sub_traits<dec_iq4_nl> { static constexpr int sub = 32, zero = 128; static constexpr act_format act = act_format::q8_0; };
 template <> struct sub_traits<dec_mxfp4> { static constexpr int sub = 32, zero = 128; static constexpr act_format act = act_format::q8_0; };
 template <> struct sub_traits<dec_iq4_xs> { static constexpr int sub = 32, zero = 128; static constexpr act_format act = act_format::q8_K; };
-template <ggml_type T> struct sub_traits<dec_unpacked<T>> { static constexpr int sub = dec_unpacked<T>::sub, zero = 128; static constexpr act_format act = act_format::q8_K; };
 
 /// Activations of one token: int8 quants, per-32 scale dx, per sub-block an
 /// auxiliary word: -z * sum(xq) (int32, zero-point types) or the float that

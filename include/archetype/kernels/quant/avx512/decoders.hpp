@@ -13,7 +13,6 @@
 #include <cstring>
 
 #include "archetype/kernels/quant/blocks.hpp"
-#include "archetype/kernels/quant/unpack.hpp"
 
 namespace archetype::quant::vnni::detail {
 
@@ -312,34 +311,6 @@ struct dec_iq4_xs : k_base {
         const std::uint8_t* qs = st.b + 8 + 32 * c; // sub-blocks 2c and 2c + 1
         u = _mm512_shuffle_epi8(code_table(ggml_tables::kvalues_iq4nl), nibbles2(qs, qs + 16));
         s = _mm512_permutexvar_ps(pair_index(2 * c), st.sm);
-        m = _mm512_mul_ps(s, _mm512_set1_ps(128.f));
-    }
-};
-
-// The types of quant/unpack.hpp: the block unpacked to signed v once per unit, then
-// u = v + 128 (zero point 128, as Q8_0) and per sub-block (16 or 32 elements,
-// unpack::sub_elements) s = d * scale.
-template <ggml_type T>
-struct dec_unpacked : k_base {
-    static constexpr std::size_t bytes = traits_of(T).type_size;
-    static constexpr int sub = unpack::sub_elements<T>;
-    struct state {
-        unpack::block256 blk;
-        __m512 sm; // sub 16: lane k = d * scale[k]; sub 32: lane k < 8 = d * scale[2k]
-    };
-    static state prepare(const std::uint8_t* row, std::size_t unit, std::size_t) noexcept {
-        state st;
-        unpack::unpack_block<T>(row + unit * bytes, st.blk);
-        __m512 sc = _mm512_cvtepi32_ps(
-            _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.blk.scale))));
-        if constexpr (sub == 32)
-            sc = _mm512_permutexvar_ps(_mm512_set_epi32(14, 14, 14, 14, 14, 14, 14, 14, 14, 12, 10, 8, 6, 4, 2, 0), sc);
-        st.sm = _mm512_mul_ps(sc, _mm512_set1_ps(st.blk.d));
-        return st;
-    }
-    static void slice(const state& st, int c, __m512i& u, __m512& s, __m512& m) noexcept {
-        u = _mm512_xor_si512(_mm512_load_si512(st.blk.v + 64 * c), _mm512_set1_epi8(static_cast<char>(0x80)));
-        s = _mm512_permutexvar_ps(sub == 32 ? pair_index(2 * c) : quad_index(c), st.sm);
         m = _mm512_mul_ps(s, _mm512_set1_ps(128.f));
     }
 };

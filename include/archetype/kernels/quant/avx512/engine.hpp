@@ -284,6 +284,10 @@ inline void matmul_x16(weight_layout L, const void* W, std::size_t rows, std::si
 #endif
 
 /// Quantised matmul for the block types; false when `type` has no VNNI kernel here.
+/// The types of quant/unpack.hpp (ternary, grid) have none: their scalar unpacking
+/// dominates, so they take the int8 row engine this level also builds (avxvnni/engine.hpp,
+/// EVEX vpdpbusd), which costs 2 s of compile time per TU against 7 s for their VNNI
+/// tiles and gemv16 instantiations.
 inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
                    std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
     const auto* w = static_cast<const std::uint8_t*>(W);
@@ -301,15 +305,6 @@ inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     case ggml_type::IQ4_NL: detail::run<detail::dec_iq4_nl>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::IQ4_XS: detail::run<detail::dec_iq4_xs>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     case ggml_type::MXFP4: detail::run<detail::dec_mxfp4>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::TQ1_0: detail::run<detail::dec_unpacked<ggml_type::TQ1_0>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::TQ2_0: detail::run<detail::dec_unpacked<ggml_type::TQ2_0>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ2_XXS: detail::run<detail::dec_unpacked<ggml_type::IQ2_XXS>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ2_XS: detail::run<detail::dec_unpacked<ggml_type::IQ2_XS>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ2_S: detail::run<detail::dec_unpacked<ggml_type::IQ2_S>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ3_XXS: detail::run<detail::dec_unpacked<ggml_type::IQ3_XXS>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ3_S: detail::run<detail::dec_unpacked<ggml_type::IQ3_S>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ1_S: detail::run<detail::dec_unpacked<ggml_type::IQ1_S>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
-    case ggml_type::IQ1_M: detail::run<detail::dec_unpacked<ggml_type::IQ1_M>>(w, rows, cols, x, ldx, n_tok, y, ldy, pool); return true;
     default: return false;
     }
 }
