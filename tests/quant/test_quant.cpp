@@ -369,6 +369,7 @@ BOOST_AUTO_TEST_CASE(quantize_dequantize_error_bounds) {
         }
     }
     BOOST_CHECK_THROW(q::quantize_row(ggml_type::Q4_K, x.data(), buf.data(), n), archetype::argument_error);
+    BOOST_CHECK_THROW(q::quantize_row(ggml_type::IQ2_XXS, x.data(), buf.data(), n), archetype::argument_error);
     BOOST_CHECK_THROW(q::quantize_row(ggml_type::Q8_0, x.data(), buf.data(), 33), archetype::argument_error);
 }
 
@@ -825,7 +826,7 @@ BOOST_AUTO_TEST_CASE(matmul_matches_ggml_dequantised_weights) {
 BOOST_AUTO_TEST_CASE(quantize_matches_ggml_bytes) {
     const char* dir = std::getenv("ARCHETYPE_QUANT_DATA");
     if (!dir) throw std::runtime_error("ARCHETYPE_QUANT_DATA (tests/data/quant) is not set");
-    for (ggml_type t : {ggml_type::TQ1_0, ggml_type::TQ2_0}) {
+    for (ggml_type t : {ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::MXFP4}) {
         std::string file = name(t);
         for (auto& c : file)
             if (c != 'K') c = char(std::tolower(static_cast<unsigned char>(c)));

@@ -4,8 +4,8 @@
 // own quantizer uses when no importance matrix is given): the same absmax /
 // min-max scale choice, the same rounding (roundf for Q8_0, truncation of
 // x + 8.5 for Q4_0 ...), the same F16 rounding of the scales.
-// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, and the plain F32,
-// F16, BF16.
+// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, Q2_K, Q3_K, MXFP4
+// (quantize_search.hpp), and the plain F32, F16, BF16.
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -17,6 +17,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/quantize_search.hpp"
 
 namespace archetype::quant {
 
@@ -162,7 +163,8 @@ constexpr bool can_quantize(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16: case ggml_type::Q8_0:
     case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
-    case ggml_type::TQ1_0: case ggml_type::TQ2_0:
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::Q2_K: case ggml_type::Q3_K:
+    case ggml_type::MXFP4:
         return true;
     default:
         return false;
@@ -199,6 +201,9 @@ inline void quantize_row(ggml_type type, const float* src, void* dst, std::size_
         case ggml_type::Q5_1: detail::q_q5_1(src, d); break;
         case ggml_type::TQ1_0: detail::q_tq1_0(src, d); break;
         case ggml_type::TQ2_0: detail::q_tq2_0(src, d); break;
+        case ggml_type::Q2_K: detail::q_q2_K(src, d); break;
+        case ggml_type::Q3_K: detail::q_q3_K(src, d); break;
+        case ggml_type::MXFP4: detail::q_mxfp4(src, d); break;
         default: break;
         }
     }
