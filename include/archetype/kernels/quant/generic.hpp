@@ -78,6 +78,7 @@ inline void matmul_unpacked(ggml_type type, const std::uint8_t* w, std::size_t r
                             thread_pool* pool) {
     const auto t = traits_of(type);
     const std::size_t nb = cols / 256, row_bytes = nb * t.type_size;
+    const unpack::unpacker fn = unpack::unpacker_of(type);
     int8::act_buffer acts(int8::act_format::q8_K, cols, n_tok);
     for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
     auto work = [&](std::size_t b, std::size_t e) {
@@ -87,17 +88,7 @@ inline void matmul_unpacked(ggml_type type, const std::uint8_t* w, std::size_t r
             std::fill(acc.begin(), acc.end(), 0.f);
             for (std::size_t blk = 0; blk < nb; ++blk) {
                 const std::uint8_t* p = w + r * row_bytes + blk * t.type_size;
-                switch (type) {
-                case ggml_type::TQ1_0: unpack::unpack_block<ggml_type::TQ1_0>(p, u); break;
-                case ggml_type::TQ2_0: unpack::unpack_block<ggml_type::TQ2_0>(p, u); break;
-                case ggml_type::IQ2_XXS: unpack::unpack_block<ggml_type::IQ2_XXS>(p, u); break;
-                case ggml_type::IQ2_XS: unpack::unpack_block<ggml_type::IQ2_XS>(p, u); break;
-                case ggml_type::IQ2_S: unpack::unpack_block<ggml_type::IQ2_S>(p, u); break;
-                case ggml_type::IQ3_XXS: unpack::unpack_block<ggml_type::IQ3_XXS>(p, u); break;
-                case ggml_type::IQ3_S: unpack::unpack_block<ggml_type::IQ3_S>(p, u); break;
-                case ggml_type::IQ1_S: unpack::unpack_block<ggml_type::IQ1_S>(p, u); break;
-                default: unpack::unpack_block<ggml_type::IQ1_M>(p, u); break;
-                }
+                fn(p, u);
                 for (std::size_t k = 0; k < n_tok; ++k) {
                     const int8::act_row a = acts.row(k);
                     const std::int8_t* q = a.q + 256 * blk;

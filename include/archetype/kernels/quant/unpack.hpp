@@ -154,4 +154,22 @@ inline void unpack_block(const std::uint8_t* blk, block256& out) noexcept {
     }
 }
 
+/// unpack_block<T> for a type known at run time (the kernels that share one loop for
+/// all these types: int8/row_dot.hpp, quant::generic); null for other types.
+using unpacker = void (*)(const std::uint8_t*, block256&) noexcept;
+inline unpacker unpacker_of(ggml_type t) noexcept {
+    switch (t) {
+    case ggml_type::TQ1_0: return &unpack_block<ggml_type::TQ1_0>;
+    case ggml_type::TQ2_0: return &unpack_block<ggml_type::TQ2_0>;
+    case ggml_type::IQ2_XXS: return &unpack_block<ggml_type::IQ2_XXS>;
+    case ggml_type::IQ2_XS: return &unpack_block<ggml_type::IQ2_XS>;
+    case ggml_type::IQ2_S: return &unpack_block<ggml_type::IQ2_S>;
+    case ggml_type::IQ3_XXS: return &unpack_block<ggml_type::IQ3_XXS>;
+    case ggml_type::IQ3_S: return &unpack_block<ggml_type::IQ3_S>;
+    case ggml_type::IQ1_S: return &unpack_block<ggml_type::IQ1_S>;
+    case ggml_type::IQ1_M: return &unpack_block<ggml_type::IQ1_M>;
+    default: return nullptr;
+    }
+}
+
 } // namespace archetype::quant::unpack

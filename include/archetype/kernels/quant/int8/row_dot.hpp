@@ -66,13 +66,6 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
             const std::int8_t* x = a.q + 256 * b;
             for (int r = 0; r < R; ++r) {
                 const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
-                if constexpr (unpack::unpacks(T)) {
-                    // signed integers, integer scales: nothing to fold out
-                    unpack::block256 u;
-                    unpack::unpack_block<T>(blk, u);
-                    acc[r] = E::fma(E::sdot16_block(u.v, x, u.scale), u.d * dx, acc[r]);
-                    continue;
-                }
                 std::int32_t corr;
                 float dwx, cx;
                 if constexpr (T == ggml_type::Q6_K) {
@@ -134,6 +127,31 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
         }
     }
     for (int r = 0; r < R; ++r) y[r] = E::hsum(acc[r]) + extra[r];
+}
+
+/// The same for the types of quant/unpack.hpp, one loop for all of them (the type's
+/// unpacker and block size at run time: one instantiation per engine and R, not per
+/// type): each block unpacked to signed integers with integer scales, nothing to fold
+/// out; y[i] = hsum over blocks of fma(sdot16_block, d * dx).
+template <class E, int R>
+inline void dot_rows_unpacked(unpack::unpacker unpack_fn, std::size_t type_size, const std::uint8_t* w,
+                              std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
+                              const std::uint8_t* pf) noexcept {
+    typename E::lanes acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = E::zero();
+    const std::uint8_t* pf_end = pf;
+    unpack::block256 u;
+    for (std::size_t b = 0; b < nb; ++b) {
+        if (pf) // the cursor moves by the bytes this step consumes, 64 at a time
+            for (pf_end += std::size_t(R) * type_size; pf < pf_end;) E::template prefetch_step<64>(pf);
+        const float dx = a.d[b];
+        const std::int8_t* x = a.q + 256 * b;
+        for (int r = 0; r < R; ++r) {
+            unpack_fn(w + std::size_t(r) * row_bytes + b * type_size, u);
+            acc[r] = E::fma(E::sdot16_block(u.v, x, u.scale), u.d * dx, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) y[r] = E::hsum(acc[r]);
 }
 
 } // namespace archetype::quant::int8
