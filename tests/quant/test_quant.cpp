@@ -826,7 +826,8 @@ BOOST_AUTO_TEST_CASE(matmul_matches_ggml_dequantised_weights) {
 BOOST_AUTO_TEST_CASE(quantize_matches_ggml_bytes) {
     const char* dir = std::getenv("ARCHETYPE_QUANT_DATA");
     if (!dir) throw std::runtime_error("ARCHETYPE_QUANT_DATA (tests/data/quant) is not set");
-    for (ggml_type t : {ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::MXFP4}) {
+    for (ggml_type t : {ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::MXFP4,
+                        ggml_type::IQ4_NL, ggml_type::IQ4_XS}) {
         std::string file = name(t);
         for (auto& c : file)
             if (c != 'K') c = char(std::tolower(static_cast<unsigned char>(c)));

@@ -70,7 +70,7 @@ TYPES = {
 ROWS_QUANTISED = 6
 ROWS_RANDOM = 6
 # types archetype quantises, checked byte for byte against ggml's quantize_<type>
-QUANTISE = ["TQ1_0", "TQ2_0", "Q2_K", "Q3_K", "MXFP4"]
+QUANTISE = ["TQ1_0", "TQ2_0", "Q2_K", "Q3_K", "MXFP4", "IQ4_NL", "IQ4_XS"]
 QUANTISE_ROWS = 8
 
 

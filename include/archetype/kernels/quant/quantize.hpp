@@ -4,8 +4,8 @@
 // own quantizer uses when no importance matrix is given): the same absmax /
 // min-max scale choice, the same rounding (roundf for Q8_0, truncation of
 // x + 8.5 for Q4_0 ...), the same F16 rounding of the scales.
-// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, Q2_K, Q3_K, MXFP4
-// (quantize_search.hpp), and the plain F32, F16, BF16.
+// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, Q2_K, Q3_K, IQ4_NL,
+// IQ4_XS, MXFP4 (quantize_search.hpp), and the plain F32, F16, BF16.
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -164,7 +164,7 @@ constexpr bool can_quantize(ggml_type t) noexcept {
     case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16: case ggml_type::Q8_0:
     case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
     case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::Q2_K: case ggml_type::Q3_K:
-    case ggml_type::MXFP4:
+    case ggml_type::MXFP4: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
         return true;
     default:
         return false;
@@ -204,6 +204,8 @@ inline void quantize_row(ggml_type type, const float* src, void* dst, std::size_
         case ggml_type::Q2_K: detail::q_q2_K(src, d); break;
         case ggml_type::Q3_K: detail::q_q3_K(src, d); break;
         case ggml_type::MXFP4: detail::q_mxfp4(src, d); break;
+        case ggml_type::IQ4_NL: detail::q_iq4(src, d, false); break;
+        case ggml_type::IQ4_XS: detail::q_iq4(src, d, true); break;
         default: break;
         }
     }

@@ -1,6 +1,7 @@
 #pragma once
 // The quantisers of ggml-quants.c that search for their scales (Q2_K, Q3_K: the
-// quantize_row_*_ref llama-quantize runs without an importance matrix) and MXFP4's
+// quantize_row_*_ref llama-quantize runs without an importance matrix; IQ4_NL, IQ4_XS:
+// quantize_row_iq4_nl_impl as quantize_iq4_nl / _xs call it without one) and MXFP4's
 // (quantize_row_mxfp4_ref), transcribed operation for operation so that the bytes are
 // ggml's. Their iterative sums round at every step, so the contraction of a * b + c
 // into an FMA must match too: llama.cpp's libggml-base is built for baseline x86-64
@@ -282,6 +283,110 @@ ARCHETYPE_NO_FP_CONTRACT inline void q_mxfp4(const float* x, std::uint8_t* b) no
         return bi;
     };
     for (int j = 0; j < 16; ++j) b[1 + j] = std::uint8_t(best(x[j]) | best(x[16 + j]) << 4);
+}
+
+/// ggml's best_index_int8: the index of the value of val (n, ascending) nearest x
+/// (the upper one on ties).
+inline int best_index_int8(int n, const std::int8_t* val, float x) noexcept {
+    if (x <= float(val[0])) return 0;
+    if (x >= float(val[n - 1])) return n - 1;
+    int ml = 0, mu = n - 1;
+    while (mu - ml > 1) {
+        const int mav = (ml + mu) / 2;
+        if (x < float(val[mav])) mu = mav;
+        else ml = mav;
+    }
+    return x - float(val[mu - 1]) < float(val[mu]) - x ? mu - 1 : mu;
+}
+
+/// quantize_row_iq4_nl_impl with no importance matrix and ntry = 7 (quantize_iq4_nl /
+/// quantize_iq4_xs): per 32 a scale searched over 15 starting points (weights x^2);
+/// IQ4_XS then rounds the 8 scales to 6 bits of d = -max_scale / 32 and re-picks the
+/// codes. xs: IQ4_XS (256 elements, 136 bytes), else IQ4_NL (32, 18).
+ARCHETYPE_NO_FP_CONTRACT inline void q_iq4(const float* x, std::uint8_t* b, bool xs) noexcept {
+    const int sbs = xs ? 256 : 32, nb = sbs / 32, ntry = 7;
+    const std::int8_t* values = ggml_tables::kvalues_iq4nl;
+    std::uint8_t L[256];
+    float scales[8], weight[32];
+    std::uint8_t* q4 = b + (xs ? 8 : 2);
+    std::memset(q4, 0, std::size_t(sbs / 2));
+    store_u16(b, 0);
+    float max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < nb; ++ib) {
+        const float* xb = x + 32 * ib;
+        std::uint8_t* Lb = L + 32 * ib;
+        for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+        float amax = 0, max = 0;
+        for (int j = 0; j < 32; ++j) {
+            const float ax = std::fabs(xb[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = xb[j];
+            }
+        }
+        if (amax < 1e-15f) {
+            scales[ib] = 0;
+            continue;
+        }
+        float d = -max / float(values[0]);
+        float id = 1 / d;
+        float sumqx = 0, sumq2 = 0;
+        for (int j = 0; j < 32; ++j) {
+            const int l = best_index_int8(16, values, id * xb[j]);
+            Lb[j] = std::uint8_t(l);
+            const float q = values[l], w = weight[j];
+            sumqx += w * q * xb[j];
+            sumq2 += w * q * q;
+        }
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+        float best = d * sumqx;
+        for (int itry = -ntry; itry <= ntry; ++itry) {
+            id = float(itry + values[0]) / max;
+            sumqx = sumq2 = 0;
+            for (int j = 0; j < 32; ++j) {
+                const int l = best_index_int8(16, values, id * xb[j]);
+                const float q = values[l], w = weight[j];
+                sumqx += w * q * xb[j];
+                sumq2 += w * q * q;
+            }
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+        scales[ib] = d;
+        const float abs_d = std::fabs(d);
+        if (abs_d > amax_scale) {
+            amax_scale = abs_d;
+            max_scale = d;
+        }
+    }
+    if (xs) {
+        std::uint16_t scales_h = 0;
+        std::uint8_t* scales_l = b + 4;
+        const float d = -max_scale / 32;
+        store_f16(b, d);
+        const float id = d != 0.f ? 1 / d : 0.f;
+        for (int ib = 0; ib < nb; ++ib) {
+            int l = nearest_int(id * scales[ib]);
+            l = l < -32 ? -32 : l > 31 ? 31 : l;
+            const float dl = d * float(l);
+            const float idl = dl != 0.f ? 1 / dl : 0.f;
+            for (int j = 0; j < 32; ++j) L[32 * ib + j] = std::uint8_t(best_index_int8(16, values, idl * x[32 * ib + j]));
+            l += 32;
+            const auto l_l = std::uint8_t(l & 0xf), l_h = std::uint8_t(l >> 4);
+            if (ib % 2 == 0) scales_l[ib / 2] = l_l;
+            else scales_l[ib / 2] = std::uint8_t(scales_l[ib / 2] | (l_l << 4));
+            scales_h = std::uint16_t(scales_h | (l_h << (2 * (ib % 8))));
+        }
+        store_u16(b + 2, scales_h);
+    } else {
+        store_f16(b, scales[0]);
+        const float id = scales[0] != 0.f ? 1 / scales[0] : 0;
+        for (int j = 0; j < 32; ++j) L[j] = std::uint8_t(best_index_int8(16, values, id * x[j]));
+    }
+    for (int i = 0; i < sbs / 32; ++i)
+        for (int j = 0; j < 16; ++j) q4[16 * i + j] = std::uint8_t(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
 } // namespace archetype::quant::detail
