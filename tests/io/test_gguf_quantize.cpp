@@ -140,3 +140,34 @@ BOOST_AUTO_TEST_CASE(refuses_bad_requests) {
     BOOST_CHECK_THROW(gguf::quantize_file(in.path, out.path, ggml_type::IQ2_XS), archetype::argument_error);
     BOOST_CHECK_THROW(gguf::quantize_file("/nonexistent.gguf", out.path, ggml_type::Q8_0), archetype::io_error);
 }
+
+// The ternary targets (256-element blocks): a matrix of whole blocks converted to the
+// rows quantize_row writes (bit-exact with ggml's quantize_tq*_0: tests/quant), one of
+// 64-wide rows kept, general.file_type llama.h's MOSTLY_TQ1_0 / TQ2_0.
+BOOST_AUTO_TEST_CASE(ternary_targets) {
+    temp_file in("tq_in");
+    gguf::writer w;
+    w.set("general.architecture", "llama");
+    w.set("general.file_type", std::uint32_t(0));
+    const auto q = normal(256 * 4, 3, 0.5f), odd = normal(64 * 4, 4, 0.5f);
+    w.add_tensor("blk.0.attn_q.weight", ggml_type::F32, {256, 4}, q);
+    w.add_tensor("blk.0.odd.weight", ggml_type::F32, {64, 4}, odd);
+    w.write(in.path);
+    for (auto [type, ftype] : {std::pair{ggml_type::TQ1_0, 36u}, std::pair{ggml_type::TQ2_0, 37u}}) {
+        BOOST_TEST_CONTEXT(archetype::type_name(type)) {
+            temp_file out("tq_out");
+            const auto r = gguf::quantize_file(in.path, out.path, type);
+            BOOST_TEST(r.converted == 1u);
+            const auto f = gguf::file::open(out.path);
+            BOOST_TEST(f.get<std::uint32_t>("general.file_type") == ftype);
+            const auto& t = f.tensors()[0];
+            BOOST_TEST((t.type == type));
+            const std::size_t rb = archetype::traits_of(type).type_size;
+            std::vector<std::uint8_t> want(4 * rb);
+            for (std::size_t r0 = 0; r0 < 4; ++r0) archetype::quant::quantize_row(type, q.data() + 256 * r0, want.data() + r0 * rb, 256);
+            BOOST_TEST(std::memcmp(t.data, want.data(), want.size()) == 0);
+            BOOST_TEST((f.tensors()[1].type == ggml_type::F32));
+            BOOST_TEST(std::memcmp(f.tensors()[1].data, odd.data(), odd.size() * 4) == 0);
+        }
+    }
+}

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Reference blocks and their dequantised values for the ggml block types that
 tests/quant checks against ggml itself (issue 41): Q2_K, Q3_K, IQ4_NL, IQ4_XS,
-MXFP4, TQ1_0, TQ2_0.
+MXFP4, TQ1_0, TQ2_0, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M.
 
 Every number in the output is made by ggml (llama.cpp's ggml-base library), never by
 archetype:
   * blocks: half of the rows are ggml's own quantisation (quantize_<type>, no
-    importance matrix) of gaussian floats with a few outliers, the other half random
-    bytes with sane scale fields (every bit pattern of the quants and sub-scales,
-    which a quantiser alone rarely writes);
+    importance matrix; the IQ1/IQ2/IQ3 types, which need one, through
+    ggml_quantize_chunk with a fixed positive one, IMATRIX below) of gaussian floats
+    with a few outliers, the other half random bytes with sane scale fields (every bit
+    pattern of the quants and sub-scales, which a quantiser alone rarely writes);
   * expected floats, twice:
       plain  ggml's dequantize_row_<type> from libggml-base.so as llama.cpp builds it
              (no -march: x86-64 baseline, no FMA), which is also what gguf-py's
@@ -25,6 +26,13 @@ Output: tests/data/quant/<type>.bin, little-endian:
     f32[rows * cols]   plain
     f32[rows * cols]   fused
 and tests/data/quant/manifest.json (the llama.cpp commit, sizes, the gguf-py check).
+
+Quantiser fixtures for the types `archetype quantize` writes (QUANTISE below):
+tests/data/quant/quantize_<type>.bin, little-endian:
+    char[4] "AQQX"; u32 version = 1; u32 ggml type id; u32 rows; u32 cols
+    f32[rows * cols]   the source rows (gaussian with outliers, an all-zero block,
+                       tiny rows, and values at exact rounding ties of the scale)
+    rows * row_bytes   ggml's quantize_<type> of them (libggml-base, no imatrix)
 
 Usage: make_quant_fixtures.py [--llama-cpp DIR] [--out DIR]
   DIR: a llama.cpp checkout with build-native/bin/libggml-base.so (default
@@ -51,9 +59,19 @@ TYPES = {
     "TQ1_0": dict(id=34, bs=256, ts=54, halves=[52], cols=512),
     "TQ2_0": dict(id=35, bs=256, ts=66, halves=[64], cols=512),
     "MXFP4": dict(id=39, bs=32, ts=17, halves=[], cols=160),
+    "IQ2_XXS": dict(id=16, bs=256, ts=66, halves=[0], cols=512, imatrix=True),
+    "IQ2_XS": dict(id=17, bs=256, ts=74, halves=[0], cols=512, imatrix=True),
+    "IQ2_S": dict(id=22, bs=256, ts=82, halves=[0], cols=512, imatrix=True),
+    "IQ3_XXS": dict(id=18, bs=256, ts=98, halves=[0], cols=512, imatrix=True),
+    "IQ3_S": dict(id=21, bs=256, ts=110, halves=[0], cols=512, imatrix=True),
+    "IQ1_S": dict(id=19, bs=256, ts=50, halves=[0], cols=512, imatrix=True),
+    "IQ1_M": dict(id=29, bs=256, ts=56, halves=[], cols=512, imatrix=True),
 }
 ROWS_QUANTISED = 6
 ROWS_RANDOM = 6
+# types archetype quantises, checked byte for byte against ggml's quantize_<type>
+QUANTISE = ["TQ1_0", "TQ2_0", "Q2_K", "Q3_K", "MXFP4", "IQ4_NL", "IQ4_XS"]
+QUANTISE_ROWS = 8
 
 
 def build_fused(src: str, libdir: str, tmp: str) -> str:
@@ -66,6 +84,12 @@ def build_fused(src: str, libdir: str, tmp: str) -> str:
     return out
 
 
+def imatrix(cols):
+    """The importance weights the IQ1/IQ2/IQ3 quantisers require: fixed, positive,
+    varying by column (as llama-imatrix's mean squared activations do)."""
+    return (1.0 + 0.5 * np.sin(np.arange(cols) * 0.37) ** 2).astype(np.float32)
+
+
 def quantised_rows(lib, name, t, rng):
     cols = t["cols"]
     x = rng.standard_normal((ROWS_QUANTISED, cols)).astype(np.float32)
@@ -73,6 +97,15 @@ def quantised_rows(lib, name, t, rng):
     x[1] *= 1e-3       # a row of small values
     x[2, : t["bs"]] = 0.0  # an all-zero block
     dst = np.zeros(ROWS_QUANTISED * cols // t["bs"] * t["ts"], dtype=np.uint8)
+    if t.get("imatrix"):
+        q = lib.ggml_quantize_chunk
+        q.restype = ctypes.c_size_t
+        q.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                      ctypes.c_void_p]
+        w = imatrix(cols)
+        n = q(t["id"], x.ctypes.data, dst.ctypes.data, 0, ROWS_QUANTISED, cols, w.ctypes.data)
+        assert n == dst.size, (name, n, dst.size)
+        return dst
     f = getattr(lib, "quantize_" + name.lower().replace("_k", "_K"))
     f.restype = ctypes.c_size_t
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
@@ -87,9 +120,15 @@ def random_rows(name, t, rng):
     b = rng.integers(0, 256, size=(nb, t["ts"]), dtype=np.uint8)
     for off in t["halves"]:
         d = (0.002 + 0.02 * np.abs(rng.standard_normal(nb))).astype(np.float16)
-        if name == "Q3_K" or name.startswith("IQ4") or name.startswith("TQ"):
+        if name == "Q3_K" or name.startswith("IQ") or name.startswith("TQ"):
             d = np.where(rng.integers(0, 2, nb) == 1, d, -d).astype(np.float16)
         b[:, off:off + 2] = d.view(np.uint8).reshape(nb, 2)
+    if name == "IQ1_M":
+        # the fp16 d is the top nibbles of the four u16 scale words (bytes 48-55)
+        d = (0.002 + 0.02 * np.abs(rng.standard_normal(nb))).astype(np.float16).view(np.uint16)
+        for i in range(4):
+            hi = 48 + 2 * i + 1
+            b[:, hi] = (b[:, hi] & 0x0F) | (((d >> (4 * i)) & 0xF) << 4).astype(np.uint8)
     if name == "MXFP4":
         # E8M0 scales 2^(e - 128) (ggml's half scale) around 1, and the denormal edges
         b[:, 0] = rng.integers(110, 140, size=nb, dtype=np.uint8)
@@ -104,6 +143,32 @@ def dequantise(lib, name, blocks, n):
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
     f(blocks.ctypes.data, y.ctypes.data, n)
     return y
+
+
+def quantiser_source(t, rng):
+    """Rows for the quantiser fixtures: what the weights of a file look like, and the
+    edge cases of the rounding (exact ties x * id = k + 0.5 of the block's scale)."""
+    cols, bs = t["cols"], t["bs"]
+    x = rng.standard_normal((QUANTISE_ROWS, cols)).astype(np.float32)
+    x[:, ::29] *= 5.0
+    x[1] *= 1e-4
+    x[2, :bs] = 0.0
+    # ties: a block of multiples of amax / 4 (x * id = 0.25, 0.5, 0.75 ... exactly)
+    x[3, :bs] = (np.arange(bs) % 9 - 4).astype(np.float32) * 0.25
+    x[4, :bs] = np.where(np.arange(bs) % 2 == 0, 0.5, -0.5).astype(np.float32)
+    x[4, 0] = 1.0
+    return x
+
+
+def quantise(lib, name, t, x):
+    rows, cols = x.shape
+    dst = np.zeros(rows * cols // t["bs"] * t["ts"], dtype=np.uint8)
+    f = getattr(lib, "quantize_" + name.lower().replace("_k", "_K"))
+    f.restype = ctypes.c_size_t
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    n = f(np.ascontiguousarray(x).ctypes.data, dst.ctypes.data, rows, cols, None)
+    assert n == dst.size, (name, n, dst.size)
+    return dst
 
 
 def main():
@@ -148,6 +213,19 @@ def main():
                                        "quantised_rows": ROWS_QUANTISED, "random_rows": ROWS_RANDOM,
                                        "gguf_py_equals_plain": gguf_same, "fused_differs": differ}
             print(f"{name}: {rows} x {t['cols']}, fused differs in {differ} of {n}")
+        manifest["quantise"] = {}
+        for name in QUANTISE:
+            t = TYPES[name]
+            rng = np.random.default_rng(1000 + t["id"])
+            x = quantiser_source(t, rng)
+            blocks = quantise(plain_lib, name, t, x)
+            path = os.path.join(args.out, "quantize_" + name.lower().replace("_k", "_K") + ".bin")
+            with open(path, "wb") as f:
+                f.write(b"AQQX" + struct.pack("<IIII", 1, t["id"], x.shape[0], x.shape[1]))
+                f.write(x.astype("<f4").tobytes())
+                f.write(blocks.tobytes())
+            manifest["quantise"][name] = {"file": os.path.basename(path), "rows": x.shape[0], "cols": x.shape[1]}
+            print(f"{name}: quantiser fixture {x.shape[0]} x {x.shape[1]}")
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")

@@ -35,6 +35,13 @@ inline std::uint32_t file_type_of(ggml_type t) {
     case ggml_type::Q5_1: return 9;
     case ggml_type::Q6_K: return 18;
     case ggml_type::BF16: return 32;
+    case ggml_type::Q2_K: return 10;
+    case ggml_type::Q3_K: return 11;  // MOSTLY_Q3_K_S
+    case ggml_type::MXFP4: return 38; // MOSTLY_MXFP4_MOE
+    case ggml_type::IQ4_NL: return 25;
+    case ggml_type::IQ4_XS: return 30;
+    case ggml_type::TQ1_0: return 36;
+    case ggml_type::TQ2_0: return 37;
     default:
         throw argument_error("no general.file_type for type " + std::string(type_name(t)));
     }

@@ -36,6 +36,30 @@
 //               (scales_h >> 2i & 3) << 4; value = d * (ls_i - 32) * kvalues_iq4nl[code]
 //   MXFP4       e (E8M0, one byte) then Q4_0's nibbles; value = kvalues_mxfp4[code] * 2^(e - 128)
 //               (the table holds the E2M1 values doubled, e8m0_to_fp32_half halves the scale)
+//   TQ2_0       qs[64] then d: as Q2_K's quants, element 128h + 32j + l = (qs[32h + l] >> 2j & 3) - 1
+//   TQ1_0       qs[48], qh[4], d: base-3 bytes, trit n of a byte (tq1_trit) is element
+//               32n + l of qs[l] (l < 32), 160 + 16n + l of qs[32 + l] (l < 16, n < 5),
+//               240 + 4n + l of qh[l] (l < 4, n < 4); value = d * (trit - 1)
+// The grid types (tables: iq_grids.hpp): 256 = 8 groups ib of 32 = 32 groups of 8; a
+// group's 8 magnitudes are one grid entry (IQ3: two entries of 4), its signs a byte
+// (bit j negates element j; IQ2_XXS / IQ2_XS / IQ3_XXS store 7 bits, ksigns_iq2xs adds
+// the parity bit). Group l (0..3) of ib:
+//   IQ2_XXS     d, then per ib 8 bytes: 4 grid indices, u32 w: signs (w >> 7l & 127),
+//               scale w >> 28: value = d * (0.5 + ls) * 0.25 * grid * sign
+//   IQ2_XS      d, u16 qs[32]: index qs[4ib + l] & 511, signs qs >> 9; scales[ib] nibble
+//               l / 2: value = d * (0.5 + ls) * 0.25 * grid * sign
+//   IQ2_S       d, qs[32] indices low 8 bits, qs[32..63] sign bytes, qh[ib] bits 2l..2l+1
+//               the index's bits 8-9, scales[ib] nibble l / 2 (as IQ2_XS)
+//   IQ3_XXS     d, qs[64] indices (qs[8ib + 2l], qs[8ib + 2l + 1]: 4 magnitudes each),
+//               u32 w at 64 + 4ib: signs, ls = w >> 28: value = d * (0.5 + ls) * 0.5 * ...
+//   IQ3_S       d, qs[64] indices low 8 bits, qh[ib] bit 2l / 2l + 1 the 9th, signs[4ib + l],
+//               scales[ib / 2] nibble ib % 2: value = d * (1 + 2 s) * grid * sign
+//   IQ1_S       d, qs[32] indices low 8 bits, u16 qh[ib]: bits 3l..3l+2 the index's high 3,
+//               bits 12-14 s, bit 15 the delta's sign: value = d * (2s + 1) * (grid + delta),
+//               grid -1 / 0 / 1, delta = +-1/8
+//   IQ1_M       no d field: qs[32], qh[16], scales[8] (u16 sc[4]); the fp16 d is the top
+//               nibbles of sc[0..3]; per 16 elements a 3-bit scale (sc[ib / 2] >> 6(ib % 2)
+//               (+3)); qh[2ib + l / 2] nibble l % 2: the index's 3 high bits and the delta's sign
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -68,6 +92,15 @@ struct block_q3_K { std::uint8_t hmask[32]; std::uint8_t qs[64]; std::uint8_t sc
 struct block_iq4_nl { std::uint16_t d; std::uint8_t qs[16]; };
 struct block_iq4_xs { std::uint16_t d, scales_h; std::uint8_t scales_l[4]; std::uint8_t qs[128]; };
 struct block_mxfp4 { std::uint8_t e; std::uint8_t qs[16]; };
+struct block_tq1_0 { std::uint8_t qs[48]; std::uint8_t qh[4]; std::uint16_t d; };
+struct block_tq2_0 { std::uint8_t qs[64]; std::uint16_t d; };
+struct block_iq2_xxs { std::uint16_t d; std::uint16_t qs[32]; };
+struct block_iq2_xs { std::uint16_t d; std::uint16_t qs[32]; std::uint8_t scales[8]; };
+struct block_iq2_s { std::uint16_t d; std::uint8_t qs[64]; std::uint8_t qh[8]; std::uint8_t scales[8]; };
+struct block_iq3_xxs { std::uint16_t d; std::uint8_t qs[96]; };
+struct block_iq3_s { std::uint16_t d; std::uint8_t qs[64]; std::uint8_t qh[8]; std::uint8_t signs[32]; std::uint8_t scales[4]; };
+struct block_iq1_s { std::uint16_t d; std::uint8_t qs[32]; std::uint16_t qh[8]; };
+struct block_iq1_m { std::uint8_t qs[32]; std::uint8_t qh[16]; std::uint8_t scales[8]; };
 
 static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
               sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_q4_K) == 144 &&
@@ -77,6 +110,16 @@ static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(blo
 static_assert(traits_of(ggml_type::IQ4_NL).type_size == sizeof(block_iq4_nl) &&
               traits_of(ggml_type::IQ4_XS).type_size == sizeof(block_iq4_xs) &&
               traits_of(ggml_type::MXFP4).type_size == sizeof(block_mxfp4) && offsetof(block_iq4_xs, qs) == 8);
+static_assert(traits_of(ggml_type::TQ1_0).type_size == sizeof(block_tq1_0) && offsetof(block_tq1_0, d) == 52 &&
+              traits_of(ggml_type::TQ2_0).type_size == sizeof(block_tq2_0) && offsetof(block_tq2_0, d) == 64);
+static_assert(traits_of(ggml_type::IQ2_XXS).type_size == sizeof(block_iq2_xxs) &&
+              traits_of(ggml_type::IQ2_XS).type_size == sizeof(block_iq2_xs) && offsetof(block_iq2_xs, scales) == 66 &&
+              traits_of(ggml_type::IQ2_S).type_size == sizeof(block_iq2_s) && offsetof(block_iq2_s, qh) == 66 &&
+              offsetof(block_iq2_s, scales) == 74 && traits_of(ggml_type::IQ3_XXS).type_size == sizeof(block_iq3_xxs) &&
+              traits_of(ggml_type::IQ3_S).type_size == sizeof(block_iq3_s) && offsetof(block_iq3_s, qh) == 66 &&
+              offsetof(block_iq3_s, signs) == 74 && offsetof(block_iq3_s, scales) == 106 &&
+              traits_of(ggml_type::IQ1_S).type_size == sizeof(block_iq1_s) && offsetof(block_iq1_s, qh) == 34 &&
+              traits_of(ggml_type::IQ1_M).type_size == sizeof(block_iq1_m) && offsetof(block_iq1_m, scales) == 48);
 static_assert(traits_of(ggml_type::Q4_0).type_size == sizeof(block_q4_0) &&
               traits_of(ggml_type::Q4_1).type_size == sizeof(block_q4_1) &&
               traits_of(ggml_type::Q5_0).type_size == sizeof(block_q5_0) &&
@@ -149,6 +192,29 @@ inline float e8m0_to_fp32_half(std::uint8_t e) noexcept {
     return f;
 }
 
+/// Trit n (0..4) of a TQ1_0 byte: 0, 1 or 2 (the value is trit - 1). The byte holds
+/// ceil(256 * t / 243) for the base-3 number t of its trits, first trit most
+/// significant: times 3^n (mod 256) brings trit n to the top, times 3 >> 8 reads it
+/// (ggml's dequantize_row_tq1_0).
+inline unsigned tq1_trit(std::uint8_t byte, unsigned n) noexcept {
+    static constexpr std::uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    const auto q = static_cast<std::uint8_t>(byte * pow3[n]);
+    return (unsigned(q) * 3u) >> 8;
+}
+
+/// Where element j (0..255) of a TQ1_0 block lives: its byte (qs, then qh at 48) and trit.
+inline void tq1_position(std::size_t j, std::size_t& byte, unsigned& trit) noexcept {
+    if (j < 160) byte = j % 32, trit = unsigned(j / 32);
+    else if (j < 240) byte = 32 + (j - 160) % 16, trit = unsigned((j - 160) / 16);
+    else byte = 48 + (j - 240) % 4, trit = unsigned((j - 240) / 4);
+}
+
+/// IQ1_M's fp16 block scale, spread over the top nibbles of its four u16 scale words.
+inline float iq1_m_d(const std::uint8_t* b) noexcept {
+    const std::uint16_t s0 = load_u16(b + 48), s1 = load_u16(b + 50), s2 = load_u16(b + 52), s3 = load_u16(b + 54);
+    return fp16_to_fp32(std::uint16_t((s0 >> 12) | ((s1 >> 8) & 0x00f0) | ((s2 >> 4) & 0x0f00) | (s3 & 0xf000)));
+}
+
 /// True for the types this module can dequantise and multiply.
 constexpr bool is_supported(ggml_type t) noexcept {
     switch (t) {
@@ -156,7 +222,9 @@ constexpr bool is_supported(ggml_type t) noexcept {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0:
     case ggml_type::Q5_1: case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K:
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
-    case ggml_type::MXFP4:
+    case ggml_type::MXFP4: case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::IQ2_XXS:
+    case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS: case ggml_type::IQ3_S:
+    case ggml_type::IQ1_S: case ggml_type::IQ1_M:
         return true;
     default:
         return false;

@@ -16,6 +16,7 @@
 #include "archetype/core/half.hpp"
 #include "archetype/kernels/convert.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/iq_dequantize.hpp"
 
 namespace archetype::quant {
 
@@ -168,6 +169,23 @@ inline void dq_mxfp4(const std::uint8_t* b, float* y) noexcept {
     }
 }
 
+// The ternary types: value = (trit - 1) * d, trits in ggml's order (blocks.hpp).
+inline void dq_tq1_0(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b + 52);
+    for (std::size_t n = 0; n < 5; ++n, y += 32)
+        for (std::size_t m = 0; m < 32; ++m) y[m] = float(int(tq1_trit(b[m], unsigned(n))) - 1) * d;
+    for (std::size_t n = 0; n < 5; ++n, y += 16)
+        for (std::size_t m = 0; m < 16; ++m) y[m] = float(int(tq1_trit(b[32 + m], unsigned(n))) - 1) * d;
+    for (std::size_t n = 0; n < 4; ++n, y += 4)
+        for (std::size_t m = 0; m < 4; ++m) y[m] = float(int(tq1_trit(b[48 + m], unsigned(n))) - 1) * d;
+}
+inline void dq_tq2_0(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b + 64);
+    for (std::size_t h = 0; h < 2; ++h)
+        for (unsigned l = 0; l < 4; ++l, y += 32)
+            for (std::size_t m = 0; m < 32; ++m) y[m] = float(int((b[32 * h + m] >> (2 * l)) & 3) - 1) * d;
+}
+
 } // namespace detail
 
 /// dst[0, n) = the first n elements of a row stored as `type` at src.
@@ -215,6 +233,15 @@ inline void dequantize_row(ggml_type type, const void* src, float* dst, std::siz
         case ggml_type::IQ4_NL: detail::dq_iq4_nl(s, dst); break;
         case ggml_type::IQ4_XS: detail::dq_iq4_xs(s, dst); break;
         case ggml_type::MXFP4: detail::dq_mxfp4(s, dst); break;
+        case ggml_type::TQ1_0: detail::dq_tq1_0(s, dst); break;
+        case ggml_type::TQ2_0: detail::dq_tq2_0(s, dst); break;
+        case ggml_type::IQ2_XXS: detail::dq_iq2_xxs(s, dst); break;
+        case ggml_type::IQ2_XS: detail::dq_iq2_xs(s, dst); break;
+        case ggml_type::IQ2_S: detail::dq_iq2_s(s, dst); break;
+        case ggml_type::IQ3_XXS: detail::dq_iq3_xxs(s, dst); break;
+        case ggml_type::IQ3_S: detail::dq_iq3_s(s, dst); break;
+        case ggml_type::IQ1_S: detail::dq_iq1_s(s, dst); break;
+        case ggml_type::IQ1_M: detail::dq_iq1_m(s, dst); break;
         default: break; // unreachable: check_row refused it
         }
     }

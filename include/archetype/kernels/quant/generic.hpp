@@ -8,7 +8,8 @@
 // Block types use llama.cpp's numerics, as the VNNI engine does: each token is
 // first rounded the way ggml's CPU backend quantises activations for the weight
 // type (docs/weights.md, "Numerics"), then dotted in float; for Q4_1 / Q5_1 the
-// min's term is corrected to ggml's fp16 block sum s. Float types are exact.
+// min's term is corrected to ggml's fp16 block sum s. Float types are exact. The types
+// of quant/unpack.hpp (ternary, grid) are dotted in integers instead (matmul_unpacked).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -21,6 +22,8 @@
 #include "archetype/kernels/blas.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/dequantize.hpp"
+#include "archetype/kernels/quant/int8/activations.hpp"
+#include "archetype/kernels/quant/unpack.hpp"
 
 namespace archetype::quant::generic {
 
@@ -35,6 +38,9 @@ inline act activations_for(ggml_type type) noexcept {
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act::q8_K;
     case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act::q8_0;
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act::q8_K;
+    case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS:
+    case ggml_type::IQ3_S: case ggml_type::IQ1_S: case ggml_type::IQ1_M: return act::q8_K;
     default: return act::exact;
     }
 }
@@ -62,6 +68,45 @@ inline void round_activations(act a, const float* x, std::size_t n, float* xq, f
     }
 }
 
+/// The types of quant/unpack.hpp: ggml's numerics in integers, as the int8 engines
+/// (int8/row_dot.hpp) compute them: each block unpacked once per row, its signed
+/// integers dotted with every token's int8 activations per sub-block, times d * dx.
+/// (Dequantising and dotting in float, as for the other types, loses the 1e-12 NMSE
+/// against ggml's numerics where these zero-mean weights' outputs cancel.)
+inline void matmul_unpacked(ggml_type type, const std::uint8_t* w, std::size_t rows, std::size_t cols,
+                            const float* x, std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy,
+                            thread_pool* pool) {
+    const auto t = traits_of(type);
+    const std::size_t nb = cols / 256, row_bytes = nb * t.type_size;
+    const unpack::unpacker fn = unpack::unpacker_of(type);
+    int8::act_buffer acts(int8::act_format::q8_K, cols, n_tok);
+    for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
+    auto work = [&](std::size_t b, std::size_t e) {
+        std::vector<float> acc(n_tok);
+        unpack::block256 u;
+        for (std::size_t r = b; r < e; ++r) {
+            std::fill(acc.begin(), acc.end(), 0.f);
+            for (std::size_t blk = 0; blk < nb; ++blk) {
+                const std::uint8_t* p = w + r * row_bytes + blk * t.type_size;
+                fn(p, u);
+                for (std::size_t k = 0; k < n_tok; ++k) {
+                    const int8::act_row a = acts.row(k);
+                    const std::int8_t* q = a.q + 256 * blk;
+                    std::int32_t isum = 0;
+                    for (std::size_t sb = 0; sb < 16; ++sb) {
+                        std::int32_t s = 0;
+                        for (std::size_t j = 16 * sb; j < 16 * sb + 16; ++j) s += std::int32_t(u.v[j]) * q[j];
+                        isum += s * u.scale[sb];
+                    }
+                    acc[k] = std::fma(float(isum), u.d * a.d[blk], acc[k]);
+                }
+            }
+            for (std::size_t k = 0; k < n_tok; ++k) y[k * ldy + r] = acc[k];
+        }
+    };
+    if (pool) pool->parallel_for(rows, work); else work(0, rows);
+}
+
 } // namespace detail
 
 inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
@@ -69,6 +114,7 @@ inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     const auto t = traits_of(type);
     const std::size_t row_bytes = cols / t.block_size * t.type_size;
     const auto* w = static_cast<const std::uint8_t*>(W);
+    if (unpack::unpacks(type)) return detail::matmul_unpacked(type, w, rows, cols, x, ldx, n_tok, y, ldy, pool);
     const detail::act a = detail::activations_for(type);
     std::vector<float> xq, corr;
     const float* xs = x;

@@ -60,6 +60,8 @@ struct geometry {
 };
 inline constexpr geometry q4_0{18, 4, 0x00, "q4_0_x16", "Q4_0"};
 inline constexpr geometry q8_0{34, 8, 0x80, "q8_0_x16", "Q8_0"};
+/// The largest block of an x16 layout (Q8_0's): a buffer for block_of.
+inline constexpr std::size_t max_block_bytes = q8_0.block_bytes;
 /// The geometry of an interleaved layout (L != rows).
 inline constexpr const geometry& of(weight_layout L) noexcept { return L == weight_layout::q8_0_x16 ? q8_0 : q4_0; }
 
@@ -77,11 +79,12 @@ inline constexpr bool fits(std::size_t rows, std::size_t cols) noexcept {
     return rows > 0 && rows % group_rows == 0 && cols > 0 && cols % 32 == 0;
 }
 
-/// Row-major blocks (rows x cols, fits(rows, cols)) -> the x16 layout L at dst
-/// (same size, no overlap).
-inline void repack(weight_layout L, const std::uint8_t* src, std::size_t rows, std::size_t cols,
-                   std::uint8_t* dst) noexcept {
-    const geometry& G = of(L);
+/// Row-major blocks (rows x cols, fits(rows, cols)) of geometry G -> its x16 layout
+/// at dst (same size, no overlap). G is a template argument so that its vector count
+/// (4 or 8) is a constant of the loops: with it read from memory the compiler could not
+/// bound the words written into a caller's block buffer (-Wstringop-overflow).
+template <const geometry& G>
+inline void repack(const std::uint8_t* src, std::size_t rows, std::size_t cols, std::uint8_t* dst) noexcept {
     const std::size_t n_blocks = cols / 32, row_bytes = n_blocks * G.block_bytes;
     for (std::size_t g = 0; g < rows / group_rows; ++g) {
         const std::uint8_t* s = src + g * group_rows * row_bytes;
@@ -95,14 +98,34 @@ inline void repack(weight_layout L, const std::uint8_t* src, std::size_t rows, s
     }
 }
 
-/// Row r's block b, back in the file's form (out: G.block_bytes bytes).
-inline void block_of(weight_layout L, const std::uint8_t* x16_data, std::size_t cols, std::size_t r, std::size_t b,
+/// Row-major blocks (rows x cols, fits(rows, cols)) -> the x16 layout L at dst
+/// (same size, no overlap).
+inline void repack(weight_layout L, const std::uint8_t* src, std::size_t rows, std::size_t cols,
+                   std::uint8_t* dst) noexcept {
+    if (L == weight_layout::q8_0_x16)
+        repack<q8_0>(src, rows, cols, dst);
+    else
+        repack<q4_0>(src, rows, cols, dst);
+}
+
+/// Row r's block b of geometry G, back in the file's form (out: G.block_bytes bytes).
+template <const geometry& G>
+inline void block_of(const std::uint8_t* x16_data, std::size_t cols, std::size_t r, std::size_t b,
                      std::uint8_t* out) noexcept {
-    const geometry& G = of(L);
     const std::size_t n_blocks = cols / 32, rr = r % group_rows;
     const std::uint8_t* p = x16_data + (r / group_rows) * G.group_bytes(n_blocks) + b * G.group_block_bytes();
     std::memcpy(out, p + 2 * rr, 2);
     for (std::size_t t = 0; t < G.vectors; ++t) move_word(out + 2 + 4 * t, p + scales_bytes + 64 * t + 4 * rr, G.flip);
+}
+
+/// Row r's block b, back in the file's form (out: of(L).block_bytes bytes, at most
+/// max_block_bytes).
+inline void block_of(weight_layout L, const std::uint8_t* x16_data, std::size_t cols, std::size_t r, std::size_t b,
+                     std::uint8_t* out) noexcept {
+    if (L == weight_layout::q8_0_x16)
+        block_of<q8_0>(x16_data, cols, r, b, out);
+    else
+        block_of<q4_0>(x16_data, cols, r, b, out);
 }
 
 /// x16 -> row-major blocks (the inverse of repack; tools and tests).

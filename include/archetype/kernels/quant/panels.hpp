@@ -45,7 +45,7 @@ inline void dequantize_rows(ggml_type type, weight_layout L, const std::uint8_t*
         return;
     }
     const std::size_t bs = traits_of(type).block_size;
-    std::uint8_t block[64];
+    std::uint8_t block[x16::max_block_bytes];
     for (std::size_t r = 0; r < n; ++r)
         for (std::size_t b = 0; b < cols / bs; ++b) {
             x16::block_of(L, W, cols, r0 + r, b, block);

@@ -4,7 +4,8 @@
 // own quantizer uses when no importance matrix is given): the same absmax /
 // min-max scale choice, the same rounding (roundf for Q8_0, truncation of
 // x + 8.5 for Q4_0 ...), the same F16 rounding of the scales.
-// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and the plain F32, F16, BF16.
+// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, Q2_K, Q3_K, IQ4_NL,
+// IQ4_XS, MXFP4 (quantize_search.hpp), and the plain F32, F16, BF16.
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/quantize_search.hpp"
 
 namespace archetype::quant {
 
@@ -111,6 +113,49 @@ inline void q_q5_1(const float* x, std::uint8_t* b) noexcept {
     std::memcpy(b + 4, &qh, 4);
 }
 
+// The ternary types (quantize_row_tq1_0_ref / _tq2_0_ref): d = the block's absolute
+// max, each element rounded (half away from zero, lroundf) to -1, 0 or 1 of d.
+inline float abs_max(const float* x, std::size_t n) noexcept {
+    float amax = 0.f;
+    for (std::size_t j = 0; j < n; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);
+    return amax;
+}
+inline int trit_of(float v, float id) noexcept { return int(std::lround(v * id)) + 1; } // 0, 1, 2
+/// TQ1_0's byte for the base-3 number q of its trits: ceil(256 q / 243).
+inline std::uint8_t tq1_byte(unsigned q) noexcept { return static_cast<std::uint8_t>((q * 256 + 242) / 243); }
+inline void q_tq1_0(const float* x, std::uint8_t* b) noexcept {
+    const float d = abs_max(x, 256), id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b + 52, d);
+    // 5 trits per byte: qs[m] over 32 bytes (elements m + 32n), qs[32 + m] over 16
+    // (160 + m + 16n), the first trit most significant
+    for (std::size_t m = 0; m < 32; ++m) {
+        unsigned q = 0;
+        for (std::size_t n = 0; n < 5; ++n) q = q * 3 + unsigned(trit_of(x[m + 32 * n], id));
+        b[m] = tq1_byte(q);
+    }
+    for (std::size_t m = 0; m < 16; ++m) {
+        unsigned q = 0;
+        for (std::size_t n = 0; n < 5; ++n) q = q * 3 + unsigned(trit_of(x[160 + m + 16 * n], id));
+        b[32 + m] = tq1_byte(q);
+    }
+    // 4 trits in qh[j] (240 + j + 4n), shifted up one trit
+    for (std::size_t j = 0; j < 4; ++j) {
+        unsigned q = 0;
+        for (std::size_t n = 0; n < 4; ++n) q = q * 3 + unsigned(trit_of(x[240 + j + 4 * n], id));
+        b[48 + j] = tq1_byte(q * 3);
+    }
+}
+inline void q_tq2_0(const float* x, std::uint8_t* b) noexcept {
+    const float d = abs_max(x, 256), id = d != 0.f ? 1.f / d : 0.f;
+    store_f16(b + 64, d);
+    for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t m = 0; m < 32; ++m) {
+            unsigned q = 0;
+            for (std::size_t n = 0; n < 4; ++n) q |= unsigned(trit_of(x[128 * h + m + 32 * n], id) & 3) << (2 * n);
+            b[32 * h + m] = static_cast<std::uint8_t>(q);
+        }
+}
+
 } // namespace detail
 
 /// True when quantize_row can produce `type`.
@@ -118,6 +163,8 @@ constexpr bool can_quantize(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16: case ggml_type::Q8_0:
     case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::Q2_K: case ggml_type::Q3_K:
+    case ggml_type::MXFP4: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
         return true;
     default:
         return false;
@@ -145,13 +192,20 @@ inline void quantize_row(ggml_type type, const float* src, void* dst, std::size_
         return;
     default: break;
     }
-    for (std::size_t i = 0; i < n / 32; ++i, src += 32, d += tr.type_size) {
+    for (std::size_t i = 0; i < n / tr.block_size; ++i, src += tr.block_size, d += tr.type_size) {
         switch (type) {
         case ggml_type::Q8_0: detail::q_q8_0(src, d); break;
         case ggml_type::Q4_0: detail::q_q4_0(src, d); break;
         case ggml_type::Q4_1: detail::q_q4_1(src, d); break;
         case ggml_type::Q5_0: detail::q_q5_0(src, d); break;
         case ggml_type::Q5_1: detail::q_q5_1(src, d); break;
+        case ggml_type::TQ1_0: detail::q_tq1_0(src, d); break;
+        case ggml_type::TQ2_0: detail::q_tq2_0(src, d); break;
+        case ggml_type::Q2_K: detail::q_q2_K(src, d); break;
+        case ggml_type::Q3_K: detail::q_q3_K(src, d); break;
+        case ggml_type::MXFP4: detail::q_mxfp4(src, d); break;
+        case ggml_type::IQ4_NL: detail::q_iq4(src, d, false); break;
+        case ggml_type::IQ4_XS: detail::q_iq4(src, d, true); break;
         default: break;
         }
     }

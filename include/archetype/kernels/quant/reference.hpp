@@ -21,8 +21,77 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/half.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
+#include "archetype/kernels/quant/iq_grids.hpp"
 
 namespace archetype::quant::reference {
+
+namespace detail {
+/// Byte k of entry i of a grid of 8-byte (or 4-byte) entries, by shifts of the entry.
+inline unsigned grid_byte(const std::uint64_t* g, std::size_t i, std::size_t k) { return unsigned(g[i] >> (8 * k)) & 255u; }
+inline unsigned grid_byte(const std::uint32_t* g, std::size_t i, std::size_t k) { return unsigned(g[i] >> (8 * k)) & 255u; }
+inline bool negated(std::uint8_t signs, std::size_t k) { return (signs >> k) & 1u; }
+} // namespace detail
+
+/// Element j (0..255) of a grid-type block b (blocks.hpp's table): group ib = j / 32,
+/// l = j % 32 / 8, k = j % 8; ggml's float expression for that element.
+inline float grid_element(ggml_type type, const std::uint8_t* b, std::size_t j) {
+    using namespace iq_grids;
+    const std::size_t ib = j / 32, l = j % 32 / 8, k = j % 8;
+    switch (type) {
+    case ggml_type::IQ2_XXS: {
+        const std::uint32_t w = load_u32(b + 2 + 8 * ib + 4);
+        const float db = load_f16(b) * (0.5f + float(w >> 28)) * 0.25f;
+        const unsigned g = detail::grid_byte(iq2xxs_grid, b[2 + 8 * ib + l], k);
+        return db * float(g) * (detail::negated(ksigns_iq2xs[(w >> (7 * l)) & 127], k) ? -1.f : 1.f);
+    }
+    case ggml_type::IQ2_XS: case ggml_type::IQ2_S: {
+        const std::uint8_t sc = b[(type == ggml_type::IQ2_XS ? 66 : 74) + ib];
+        const float db = load_f16(b) * (0.5f + float(l < 2 ? sc & 0xf : sc >> 4)) * 0.25f;
+        unsigned g;
+        std::uint8_t signs;
+        if (type == ggml_type::IQ2_XS) {
+            const std::uint16_t q = load_u16(b + 2 + 2 * (4 * ib + l));
+            g = detail::grid_byte(iq2xs_grid, q & 511, k);
+            signs = ksigns_iq2xs[q >> 9];
+        } else {
+            const unsigned hi = (unsigned(b[66 + ib]) >> (2 * l)) & 3;
+            g = detail::grid_byte(iq2s_grid, b[2 + 4 * ib + l] | hi << 8, k);
+            signs = b[34 + 4 * ib + l];
+        }
+        return db * float(g) * (detail::negated(signs, k) ? -1.f : 1.f);
+    }
+    case ggml_type::IQ3_XXS: {
+        const std::uint32_t w = load_u32(b + 66 + 4 * ib);
+        const float db = load_f16(b) * (0.5f + float(w >> 28)) * 0.5f;
+        const unsigned g = detail::grid_byte(iq3xxs_grid, b[2 + 8 * ib + 2 * l + k / 4], k % 4);
+        return db * float(g) * (detail::negated(ksigns_iq2xs[(w >> (7 * l)) & 127], k) ? -1.f : 1.f);
+    }
+    case ggml_type::IQ3_S: {
+        const float db = load_f16(b) * float(1 + 2 * ((b[106 + ib / 2] >> (4 * (ib % 2))) & 0xf));
+        const std::size_t e = 2 * l + k / 4; // which of the group's two 4-entries
+        const unsigned hi = (unsigned(b[66 + ib]) >> e) & 1;
+        const unsigned g = detail::grid_byte(iq3s_grid, b[2 + 8 * ib + e] | hi << 8, k % 4);
+        return db * float(g) * (detail::negated(b[74 + 4 * ib + l], k) ? -1.f : 1.f);
+    }
+    case ggml_type::IQ1_S: {
+        const unsigned qh = load_u16(b + 34 + 2 * ib);
+        const float dl = load_f16(b) * float(2 * ((qh >> 12) & 7) + 1);
+        const float delta = qh & 0x8000 ? -0.125f : 0.125f;
+        const auto g = static_cast<std::int8_t>(detail::grid_byte(iq1s_grid, b[2 + 4 * ib + l] | ((qh >> (3 * l)) & 7) << 8, k));
+        return dl * (float(g) + delta);
+    }
+    case ggml_type::IQ1_M: {
+        const unsigned sc = load_u16(b + 48 + 2 * (ib / 2));
+        const float dl = iq1_m_d(b) * float(2 * ((sc >> (6 * (ib % 2) + 3 * (l / 2))) & 7) + 1);
+        const unsigned nib = unsigned(b[32 + 2 * ib + l / 2]) >> (4 * (l % 2));
+        const float delta = nib & 8 ? -0.125f : 0.125f;
+        const auto g = static_cast<std::int8_t>(detail::grid_byte(iq1s_grid, b[4 * ib + l] | (nib & 7) << 8, k));
+        return dl * (float(g) + delta);
+    }
+    default:
+        throw argument_error("grid_element: type " + std::string(type_name(type)) + " has no grid");
+    }
+}
 
 /// Element i of a row stored as `type` starting at `row`.
 inline float element(ggml_type type, const void* row, std::size_t i) {
@@ -129,6 +198,19 @@ inline float element(ggml_type type, const void* row, std::size_t i) {
         const float dl = load_f16(b) * float(int(iq4_xs_scale(b, sub)) - 32);
         return dl * float(ggml_tables::kvalues_iq4nl[code]);
     }
+    case ggml_type::TQ1_0: {
+        std::size_t byte;
+        unsigned trit;
+        tq1_position(j, byte, trit);
+        return float(int(tq1_trit(b[byte], trit)) - 1) * load_f16(b + 52);
+    }
+    case ggml_type::TQ2_0: {
+        const std::size_t h = j / 128, g = j % 128 / 32, l = j % 32;
+        return float(int((b[32 * h + l] >> (2 * g)) & 3) - 1) * load_f16(b + 64);
+    }
+    case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS:
+    case ggml_type::IQ3_S: case ggml_type::IQ1_S: case ggml_type::IQ1_M:
+        return grid_element(type, b, j);
     default:
         throw argument_error("reference dequantisation: type " + std::string(type_name(type)) +
                              " is not supported");
@@ -150,6 +232,9 @@ inline act_type activation_type(ggml_type type) {
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_type::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act_type::q8_K;
     case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act_type::q8_0;
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act_type::q8_K;
+    case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS:
+    case ggml_type::IQ3_S: case ggml_type::IQ1_S: case ggml_type::IQ1_M: return act_type::q8_K;
     default:
         throw argument_error("reference activation quantisation: type " + std::string(type_name(type)) +
                              " has no int8 activation format");

@@ -253,6 +253,20 @@ struct basic_engine {
         }
         return sum;
     }
+
+    /// The types of quant/unpack.hpp: sum over the 16 sub-blocks of sc[k] * (v . x), v
+    /// signed (|v| <= 127: |v| . sign(x, v), a vpmaddubsw pair below 2^15).
+    static __m256i sdot16_block(const std::int8_t* v, const std::int8_t* x, const std::int16_t* sc) noexcept {
+        __m256i sum = _mm256_setzero_si256();
+        for (std::size_t i = 0; i < 8; ++i) {
+            const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 32 * i));
+            const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 32 * i));
+            const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w));
+            const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * i + 1]), _mm_set1_epi16(sc[2 * i]));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
+        }
+        return sum;
+    }
 };
 
 using engine = basic_engine<madd_products>;

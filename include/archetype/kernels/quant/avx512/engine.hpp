@@ -284,6 +284,10 @@ inline void matmul_x16(weight_layout L, const void* W, std::size_t rows, std::si
 #endif
 
 /// Quantised matmul for the block types; false when `type` has no VNNI kernel here.
+/// The types of quant/unpack.hpp (ternary, grid) have none: their scalar unpacking
+/// dominates, so they take the int8 row engine this level also builds (avxvnni/engine.hpp,
+/// EVEX vpdpbusd), which costs 2 s of compile time per TU against 7 s for their VNNI
+/// tiles and gemv16 instantiations.
 inline bool matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
                    std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
     const auto* w = static_cast<const std::uint8_t*>(W);

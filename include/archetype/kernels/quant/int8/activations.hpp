@@ -30,6 +30,9 @@ inline act_format act_format_for(ggml_type t) noexcept {
     case ggml_type::Q4_1: case ggml_type::Q5_1: return act_format::q8_1;
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_format::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act_format::q8_K;
+    case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act_format::q8_K;
+    case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS:
+    case ggml_type::IQ3_S: case ggml_type::IQ1_S: case ggml_type::IQ1_M: return act_format::q8_K;
     default: return act_format::q8_0;
     }
 }

@@ -24,6 +24,8 @@
 //       (Q3_K: sc the 16 signed scales, times u = q + 4): the same for the 16-element
 //       sub-blocks of Q2_K and Q3_K; kxs_block(blk, x, sc) (IQ4_XS: the table values of
 //       the codes times the 8 signed scales sc)
+//   sdot16_block(v, x, sc): the types of quant/unpack.hpp, unpacked to signed int8 v:
+//       sum over the 16 sub-blocks of sc[k] * (v . x)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include "archetype/core/dtype.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
+#include "archetype/kernels/quant/unpack.hpp"
 
 namespace archetype::quant::int8 {
 
@@ -124,6 +127,31 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
         }
     }
     for (int r = 0; r < R; ++r) y[r] = E::hsum(acc[r]) + extra[r];
+}
+
+/// The same for the types of quant/unpack.hpp, one loop for all of them (the type's
+/// unpacker and block size at run time: one instantiation per engine and R, not per
+/// type): each block unpacked to signed integers with integer scales, nothing to fold
+/// out; y[i] = hsum over blocks of fma(sdot16_block, d * dx).
+template <class E, int R>
+inline void dot_rows_unpacked(unpack::unpacker unpack_fn, std::size_t type_size, const std::uint8_t* w,
+                              std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
+                              const std::uint8_t* pf) noexcept {
+    typename E::lanes acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = E::zero();
+    const std::uint8_t* pf_end = pf;
+    unpack::block256 u;
+    for (std::size_t b = 0; b < nb; ++b) {
+        if (pf) // the cursor moves by the bytes this step consumes, 64 at a time
+            for (pf_end += std::size_t(R) * type_size; pf < pf_end;) E::template prefetch_step<64>(pf);
+        const float dx = a.d[b];
+        const std::int8_t* x = a.q + 256 * b;
+        for (int r = 0; r < R; ++r) {
+            unpack_fn(w + std::size_t(r) * row_bytes + b * type_size, u);
+            acc[r] = E::fma(E::sdot16_block(u.v, x, u.scale), u.d * dx, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) y[r] = E::hsum(acc[r]);
 }
 
 } // namespace archetype::quant::int8

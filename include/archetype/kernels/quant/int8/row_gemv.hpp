@@ -42,17 +42,17 @@ inline bool handles(ggml_type t) noexcept {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: case ggml_type::Q2_K:
     case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS: case ggml_type::MXFP4: return true;
-    default: return false;
+    default: return unpack::unpacks(t);
     }
 }
 
 namespace detail {
 
-template <class Engine, ggml_type T>
-inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, const act_buffer& acts,
-                std::size_t n_tok, thread_pool* pool) {
-    constexpr auto tr = traits_of(T);
-    const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
+/// The rows of all parts, split over the threads, each group of rows_per_step dotted
+/// with every token by dot(n, w, row_bytes, a, out, pf) (n rows at w).
+template <class Engine, class Dot>
+inline void run_rows(const gemv_part* parts, std::size_t n_parts, std::size_t row_bytes, const act_buffer& acts,
+                     std::size_t n_tok, thread_pool* pool, const Dot& dot) {
     std::size_t total = 0;
     for (std::size_t p = 0; p < n_parts; ++p) total += parts[p].rows;
     auto work = [&](std::size_t begin, std::size_t end) {
@@ -64,16 +64,9 @@ inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, c
                 const std::uint8_t* w = parts[p].W + r * row_bytes;
                 for (std::size_t k = 0; k < n_tok; ++k) {
                     float out[rows_per_step];
-                    const act_row a = acts.row(k);
                     // the first token streams the rows in: prefetch ahead of it (a prefetch
                     // past the matrix is harmless); the others find them in L1
-                    const std::uint8_t* pf = k == 0 ? w + Engine::prefetch_ahead : nullptr;
-                    switch (n) {
-                    case 4: dot_rows<Engine, T, 4>(w, row_bytes, nb, a, out, pf); break;
-                    case 3: dot_rows<Engine, T, 3>(w, row_bytes, nb, a, out, pf); break;
-                    case 2: dot_rows<Engine, T, 2>(w, row_bytes, nb, a, out, pf); break;
-                    default: dot_rows<Engine, T, 1>(w, row_bytes, nb, a, out, pf); break;
-                    }
+                    dot(n, w, acts.row(k), out, k == 0 ? w + Engine::prefetch_ahead : nullptr);
                     std::copy(out, out + n, parts[p].y + k * parts[p].ldy + r);
                 }
             }
@@ -81,6 +74,39 @@ inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, c
     };
     if (pool) pool->parallel_for(total, work);
     else work(0, total);
+}
+
+template <class Engine, ggml_type T>
+inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, const act_buffer& acts,
+                std::size_t n_tok, thread_pool* pool) {
+    constexpr auto tr = traits_of(T);
+    const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
+    run_rows<Engine>(parts, n_parts, row_bytes, acts, n_tok, pool,
+                     [&](std::size_t n, const std::uint8_t* w, const act_row& a, float* out, const std::uint8_t* pf) {
+                         switch (n) {
+                         case 4: dot_rows<Engine, T, 4>(w, row_bytes, nb, a, out, pf); break;
+                         case 3: dot_rows<Engine, T, 3>(w, row_bytes, nb, a, out, pf); break;
+                         case 2: dot_rows<Engine, T, 2>(w, row_bytes, nb, a, out, pf); break;
+                         default: dot_rows<Engine, T, 1>(w, row_bytes, nb, a, out, pf); break;
+                         }
+                     });
+}
+
+/// run for every type of quant/unpack.hpp through one instantiation (dot_rows_unpacked).
+template <class Engine>
+inline void run_unpacked(ggml_type type, const gemv_part* parts, std::size_t n_parts, std::size_t cols,
+                         const act_buffer& acts, std::size_t n_tok, thread_pool* pool) {
+    const unpack::unpacker fn = unpack::unpacker_of(type);
+    const std::size_t ts = traits_of(type).type_size, nb = cols / 256, row_bytes = nb * ts;
+    run_rows<Engine>(parts, n_parts, row_bytes, acts, n_tok, pool,
+                     [&](std::size_t n, const std::uint8_t* w, const act_row& a, float* out, const std::uint8_t* pf) {
+                         switch (n) {
+                         case 4: dot_rows_unpacked<Engine, 4>(fn, ts, w, row_bytes, nb, a, out, pf); break;
+                         case 3: dot_rows_unpacked<Engine, 3>(fn, ts, w, row_bytes, nb, a, out, pf); break;
+                         case 2: dot_rows_unpacked<Engine, 2>(fn, ts, w, row_bytes, nb, a, out, pf); break;
+                         default: dot_rows_unpacked<Engine, 1>(fn, ts, w, row_bytes, nb, a, out, pf); break;
+                         }
+                     });
 }
 
 } // namespace detail
@@ -97,6 +123,10 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     using ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1, ggml_type::Q4_K,
         ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
         ggml_type::MXFP4;
+    if (unpack::unpacks(type)) {
+        detail::run_unpacked<Engine>(type, parts, n_parts, cols, acts, n_tok, pool);
+        return true;
+    }
     switch (type) {
     case Q8_0: detail::run<Engine, Q8_0>(parts, n_parts, cols, acts, n_tok, pool); break;
     case Q4_0: detail::run<Engine, Q4_0>(parts, n_parts, cols, acts, n_tok, pool); break;

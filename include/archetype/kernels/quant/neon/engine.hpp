@@ -256,6 +256,15 @@ struct engine {
             sum = vmlaq_n_s32(sum, idot_table<0>(blk + 8 + 16 * i, ggml_tables::kvalues_iq4nl, x + 32 * i), sc[i]);
         return sum;
     }
+
+    /// The types of quant/unpack.hpp: sum over the 16 sub-blocks of sc[k] * (v . x), v signed.
+    static int32x4_t sdot16_block(const std::int8_t* v, const std::int8_t* x, const std::int16_t* sc) noexcept {
+        int32x4_t sum = vdupq_n_s32(0);
+        for (std::size_t k = 0; k < 16; ++k)
+            sum = vmlaq_n_s32(sum, detail::dot16(vdupq_n_s32(0), detail::load16(v + 16 * k), detail::load16(x + 16 * k)),
+                              sc[k]);
+        return sum;
+    }
 };
 
 } // namespace archetype::quant::neon
