@@ -148,10 +148,24 @@ std::vector<float> ggml_numerics_matmul(ggml_type t, const std::vector<std::uint
                                                          std::size_t n_tok, std::size_t ldy) {
     std::vector<float> y(n_tok * ldy, 0.f);
     const std::size_t rb = row_bytes(t, cols);
-    for (std::size_t tk = 0; tk < n_tok; ++tk) {
-        const auto a = q::reference::quantize_activations(t, x.data() + tk * ldx, cols);
-        for (std::size_t r = 0; r < rows; ++r)
-            y[tk * ldy + r] = float(q::reference::dot_row(t, w.data() + r * rb, a, cols));
+    std::vector<q::reference::quantized_activations> acts;
+    for (std::size_t tk = 0; tk < n_tok; ++tk) acts.push_back(q::reference::quantize_activations(t, x.data() + tk * ldx, cols));
+    std::vector<float> wr(cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+        // dot_row's sum, with each row's elements computed once, not once per token (the
+        // same floats in the same order: the same doubles; qemu runs this file); Q8_1's
+        // min term needs dot_row itself
+        q::reference::dequantize_row(t, w.data() + r * rb, wr.data(), cols);
+        for (std::size_t tk = 0; tk < n_tok; ++tk) {
+            const auto& a = acts[tk];
+            if (a.type == q::reference::act_type::q8_1) {
+                y[tk * ldy + r] = float(q::reference::dot_row(t, w.data() + r * rb, a, cols));
+                continue;
+            }
+            double acc = 0.0;
+            for (std::size_t i = 0; i < cols; ++i) acc += double(wr[i]) * a.q[i] * a.d[i / a.block];
+            y[tk * ldy + r] = float(acc);
+        }
     }
     return y;
 }
