@@ -35,7 +35,7 @@ const ggml_type all_types[] = {ggml_type::F32,  ggml_type::F16,  ggml_type::BF16
                                ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS, ggml_type::MXFP4,
                                ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::IQ2_XXS, ggml_type::IQ2_XS,
                                ggml_type::IQ2_S, ggml_type::IQ3_XXS, ggml_type::IQ3_S, ggml_type::IQ1_S,
-                               ggml_type::IQ1_M};
+                               ggml_type::IQ1_M, ggml_type::Q1_0, ggml_type::Q2_0};
 
 std::string name(ggml_type t) { return std::string(archetype::type_name(t)); }
 
@@ -47,6 +47,8 @@ std::size_t row_bytes(ggml_type t, std::size_t cols) {
 // Random but valid storage: random quant bytes, F16 scale fields set to small
 // finite values (random bytes there would give Inf/NaN rows).
 std::vector<std::uint8_t> random_rows(ggml_type t, std::size_t rows, std::size_t cols, unsigned seed) {
+    if (cols % archetype::traits_of(t).block_size != 0)
+        throw std::logic_error("random_rows: " + std::to_string(cols) + " is not whole " + name(t) + " blocks");
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);
     std::normal_distribution<float> g(0.f, 1.f);
@@ -89,6 +91,7 @@ std::vector<std::uint8_t> random_rows(ggml_type t, std::size_t rows, std::size_t
             for (std::size_t i = 0; i < 4; ++i) b[49 + 2 * i] = std::uint8_t((b[49 + 2 * i] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
             break;
         }
+        case ggml_type::Q1_0: case ggml_type::Q2_0: f16(b, pos()); break; // d >= 0 as ggml writes it
         case ggml_type::TQ2_0: {
             std::uniform_int_distribution<int> trit(0, 2);
             for (std::size_t j = 0; j < 64; ++j)
@@ -145,16 +148,32 @@ std::vector<float> ggml_numerics_matmul(ggml_type t, const std::vector<std::uint
                                                          std::size_t n_tok, std::size_t ldy) {
     std::vector<float> y(n_tok * ldy, 0.f);
     const std::size_t rb = row_bytes(t, cols);
-    for (std::size_t tk = 0; tk < n_tok; ++tk) {
-        const auto a = q::reference::quantize_activations(t, x.data() + tk * ldx, cols);
-        for (std::size_t r = 0; r < rows; ++r)
-            y[tk * ldy + r] = float(q::reference::dot_row(t, w.data() + r * rb, a, cols));
+    std::vector<q::reference::quantized_activations> acts;
+    for (std::size_t tk = 0; tk < n_tok; ++tk) acts.push_back(q::reference::quantize_activations(t, x.data() + tk * ldx, cols));
+    std::vector<float> wr(cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+        // dot_row's sum, with each row's elements computed once, not once per token (the
+        // same floats in the same order: the same doubles; qemu runs this file); Q8_1's
+        // min term needs dot_row itself
+        q::reference::dequantize_row(t, w.data() + r * rb, wr.data(), cols);
+        for (std::size_t tk = 0; tk < n_tok; ++tk) {
+            const auto& a = acts[tk];
+            if (a.type == q::reference::act_type::q8_1) {
+                y[tk * ldy + r] = float(q::reference::dot_row(t, w.data() + r * rb, a, cols));
+                continue;
+            }
+            double acc = 0.0;
+            for (std::size_t i = 0; i < cols; ++i) acc += double(wr[i]) * a.q[i] * a.d[i / a.block];
+            y[tk * ldy + r] = float(acc);
+        }
     }
     return y;
 }
 
 std::vector<std::size_t> cols_for(ggml_type t) {
     if (archetype::traits_of(t).block_size == 256) return {256, 512, 1280};
+    if (archetype::traits_of(t).block_size == 128) return {128, 384, 1280};
+    if (archetype::traits_of(t).block_size == 64) return {64, 192, 640};
     if (archetype::traits_of(t).block_size == 32) return {32, 96, 256, 608};
     return {1, 17, 64, 300};
 }
@@ -513,6 +532,7 @@ BOOST_AUTO_TEST_CASE(matmul_independent_of_threads_and_batching) {
     for (std::size_t legacy_cols : {352, 576, 1536, 4192}) {
         const bool k_type = archetype::traits_of(t).block_size == 256;
         if (k_type && legacy_cols != 352) continue;
+        if (legacy_cols % archetype::traits_of(t).block_size != 0) continue; // Q1_0 (128), Q2_0 (64): the multiples
         const std::size_t cols = k_type ? 768 : legacy_cols, rows = 37, n_tok = 11;
         const auto w = random_rows(t, rows, cols, 99);
         const auto x = gaussian(n_tok * cols, 4);
@@ -569,7 +589,9 @@ BOOST_AUTO_TEST_CASE(matmul_batch_quantised_single_token) {
     for (ggml_type t : all_types)
     for (std::size_t legacy_cols : {576, 4192}) {
         if (archetype::traits_of(t).block_size == 1) continue;
-        const std::size_t cols = archetype::traits_of(t).block_size == 256 ? 768 : legacy_cols;
+        const std::size_t bs = archetype::traits_of(t).block_size;
+        // K-sized types 768; Q1_0 (128) and Q2_0 (64) the width rounded up to their blocks
+        const std::size_t cols = bs == 256 ? 768 : (legacy_cols + bs - 1) / bs * bs;
         const std::size_t rows[] = {37, 16, 5};
         std::vector<std::vector<std::uint8_t>> w;
         std::vector<k::weight_view> W;
@@ -758,7 +780,7 @@ ggml_fixture read_fixture(ggml_type t) {
 const ggml_type ggml_fixture_types[] = {ggml_type::Q2_K,  ggml_type::Q3_K,  ggml_type::IQ4_NL, ggml_type::IQ4_XS,
                                         ggml_type::MXFP4, ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::IQ2_XXS,
                                         ggml_type::IQ2_XS, ggml_type::IQ2_S, ggml_type::IQ3_XXS, ggml_type::IQ3_S,
-                                        ggml_type::IQ1_S, ggml_type::IQ1_M};
+                                        ggml_type::IQ1_S, ggml_type::IQ1_M, ggml_type::Q1_0, ggml_type::Q2_0};
 
 } // namespace
 
@@ -827,7 +849,7 @@ BOOST_AUTO_TEST_CASE(quantize_matches_ggml_bytes) {
     const char* dir = std::getenv("ARCHETYPE_QUANT_DATA");
     if (!dir) throw std::runtime_error("ARCHETYPE_QUANT_DATA (tests/data/quant) is not set");
     for (ggml_type t : {ggml_type::TQ1_0, ggml_type::TQ2_0, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::MXFP4,
-                        ggml_type::IQ4_NL, ggml_type::IQ4_XS}) {
+                        ggml_type::IQ4_NL, ggml_type::IQ4_XS, ggml_type::Q1_0, ggml_type::Q2_0}) {
         std::string file = name(t);
         for (auto& c : file)
             if (c != 'K') c = char(std::tolower(static_cast<unsigned char>(c)));

@@ -16,7 +16,7 @@ enum class ggml_type : std::uint32_t {
     Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
     IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
     IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-    TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+    TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
 };
 
 struct type_traits {
@@ -26,7 +26,7 @@ struct type_traits {
 };
 
 namespace detail {
-inline constexpr std::size_t ggml_type_count = 40;
+inline constexpr std::size_t ggml_type_count = 43;
 constexpr std::array<type_traits, ggml_type_count> make_type_table() {
     std::array<type_traits, ggml_type_count> t{};
     auto set = [&](ggml_type id, std::string_view n, std::size_t bs, std::size_t ts) {
@@ -64,6 +64,9 @@ constexpr std::array<type_traits, ggml_type_count> make_type_table() {
     set(ggml_type::TQ1_0, "TQ1_0", 256, 54);
     set(ggml_type::TQ2_0, "TQ2_0", 256, 66);
     set(ggml_type::MXFP4, "MXFP4", 32, 17);
+    set(ggml_type::NVFP4, "NVFP4", 64, 36); // sized and named; no kernels
+    set(ggml_type::Q1_0, "Q1_0", 128, 18);
+    set(ggml_type::Q2_0, "Q2_0", 64, 18);
     return t;
 }
 inline constexpr auto type_table = make_type_table();

@@ -40,6 +40,8 @@ inline std::uint32_t file_type_of(ggml_type t) {
     case ggml_type::MXFP4: return 38; // MOSTLY_MXFP4_MOE
     case ggml_type::IQ4_NL: return 25;
     case ggml_type::IQ4_XS: return 30;
+    case ggml_type::Q1_0: return 40;
+    case ggml_type::Q2_0: return 41;
     case ggml_type::TQ1_0: return 36;
     case ggml_type::TQ2_0: return 37;
     default:

@@ -36,6 +36,8 @@
 //               (scales_h >> 2i & 3) << 4; value = d * (ls_i - 32) * kvalues_iq4nl[code]
 //   MXFP4       e (E8M0, one byte) then Q4_0's nibbles; value = kvalues_mxfp4[code] * 2^(e - 128)
 //               (the table holds the E2M1 values doubled, e8m0_to_fp32_half halves the scale)
+//   Q1_0        d, qs[16] (128 elements): bit j % 8 of qs[j / 8] set: +d, clear: -d
+//   Q2_0        d, qs[16] (64 elements): code (qs[j / 4] >> 2(j % 4)) & 3, value = d * (code - 1)
 //   TQ2_0       qs[64] then d: as Q2_K's quants, element 128h + 32j + l = (qs[32h + l] >> 2j & 3) - 1
 //   TQ1_0       qs[48], qh[4], d: base-3 bytes, trit n of a byte (tq1_trit) is element
 //               32n + l of qs[l] (l < 32), 160 + 16n + l of qs[32 + l] (l < 16, n < 5),
@@ -92,6 +94,8 @@ struct block_q3_K { std::uint8_t hmask[32]; std::uint8_t qs[64]; std::uint8_t sc
 struct block_iq4_nl { std::uint16_t d; std::uint8_t qs[16]; };
 struct block_iq4_xs { std::uint16_t d, scales_h; std::uint8_t scales_l[4]; std::uint8_t qs[128]; };
 struct block_mxfp4 { std::uint8_t e; std::uint8_t qs[16]; };
+struct block_q1_0 { std::uint16_t d; std::uint8_t qs[16]; };
+struct block_q2_0 { std::uint16_t d; std::uint8_t qs[16]; };
 struct block_tq1_0 { std::uint8_t qs[48]; std::uint8_t qh[4]; std::uint16_t d; };
 struct block_tq2_0 { std::uint8_t qs[64]; std::uint16_t d; };
 struct block_iq2_xxs { std::uint16_t d; std::uint16_t qs[32]; };
@@ -110,6 +114,8 @@ static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(blo
 static_assert(traits_of(ggml_type::IQ4_NL).type_size == sizeof(block_iq4_nl) &&
               traits_of(ggml_type::IQ4_XS).type_size == sizeof(block_iq4_xs) &&
               traits_of(ggml_type::MXFP4).type_size == sizeof(block_mxfp4) && offsetof(block_iq4_xs, qs) == 8);
+static_assert(traits_of(ggml_type::Q1_0).type_size == sizeof(block_q1_0) &&
+              traits_of(ggml_type::Q2_0).type_size == sizeof(block_q2_0));
 static_assert(traits_of(ggml_type::TQ1_0).type_size == sizeof(block_tq1_0) && offsetof(block_tq1_0, d) == 52 &&
               traits_of(ggml_type::TQ2_0).type_size == sizeof(block_tq2_0) && offsetof(block_tq2_0, d) == 64);
 static_assert(traits_of(ggml_type::IQ2_XXS).type_size == sizeof(block_iq2_xxs) &&
@@ -215,6 +221,11 @@ inline float iq1_m_d(const std::uint8_t* b) noexcept {
     return fp16_to_fp32(std::uint16_t((s0 >> 12) | ((s1 >> 8) & 0x00f0) | ((s2 >> 4) & 0x0f00) | (s3 & 0xf000)));
 }
 
+/// Element j of a Q1_0 (128) or Q2_0 (64) block as its signed level: Q1_0 -1 / +1,
+/// Q2_0 -1..2 (the value is d times it).
+inline int q1_0_level(const std::uint8_t* b, std::size_t j) noexcept { return (b[2 + j / 8] >> (j % 8)) & 1 ? 1 : -1; }
+inline int q2_0_level(const std::uint8_t* b, std::size_t j) noexcept { return int((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1; }
+
 /// True for the types this module can dequantise and multiply.
 constexpr bool is_supported(ggml_type t) noexcept {
     switch (t) {
@@ -224,7 +235,7 @@ constexpr bool is_supported(ggml_type t) noexcept {
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
     case ggml_type::MXFP4: case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::IQ2_XXS:
     case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS: case ggml_type::IQ3_S:
-    case ggml_type::IQ1_S: case ggml_type::IQ1_M:
+    case ggml_type::IQ1_S: case ggml_type::IQ1_M: case ggml_type::Q1_0: case ggml_type::Q2_0:
         return true;
     default:
         return false;

@@ -169,6 +169,16 @@ inline void dq_mxfp4(const std::uint8_t* b, float* y) noexcept {
     }
 }
 
+// The 2026 low-bit types (ggml's dequantize_row_q1_0 / _q2_0).
+inline void dq_q1_0(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b), neg_d = -d;
+    for (std::size_t j = 0; j < 128; ++j) y[j] = (b[2 + j / 8] >> (j % 8)) & 1 ? d : neg_d;
+}
+inline void dq_q2_0(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b);
+    for (std::size_t j = 0; j < 64; ++j) y[j] = float(int((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+}
+
 // The ternary types: value = (trit - 1) * d, trits in ggml's order (blocks.hpp).
 inline void dq_tq1_0(const std::uint8_t* b, float* y) noexcept {
     const float d = load_f16(b + 52);
@@ -233,6 +243,8 @@ inline void dequantize_row(ggml_type type, const void* src, float* dst, std::siz
         case ggml_type::IQ4_NL: detail::dq_iq4_nl(s, dst); break;
         case ggml_type::IQ4_XS: detail::dq_iq4_xs(s, dst); break;
         case ggml_type::MXFP4: detail::dq_mxfp4(s, dst); break;
+        case ggml_type::Q1_0: detail::dq_q1_0(s, dst); break;
+        case ggml_type::Q2_0: detail::dq_q2_0(s, dst); break;
         case ggml_type::TQ1_0: detail::dq_tq1_0(s, dst); break;
         case ggml_type::TQ2_0: detail::dq_tq2_0(s, dst); break;
         case ggml_type::IQ2_XXS: detail::dq_iq2_xxs(s, dst); break;

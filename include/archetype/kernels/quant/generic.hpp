@@ -9,7 +9,8 @@
 // first rounded the way ggml's CPU backend quantises activations for the weight
 // type (docs/weights.md, "Numerics"), then dotted in float; for Q4_1 / Q5_1 the
 // min's term is corrected to ggml's fp16 block sum s. Float types are exact. The types
-// of quant/unpack.hpp (ternary, grid) are dotted in integers instead (matmul_unpacked).
+// of quant/unpack.hpp (ternary, grid), Q1_0 and Q2_0 are dotted in integers instead
+// (matmul_unpacked, matmul_levels).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -37,7 +38,7 @@ inline act activations_for(ggml_type type) noexcept {
     case ggml_type::Q4_1: case ggml_type::Q5_1: return act::q8_1;
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act::q8_K;
-    case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act::q8_0;
+    case ggml_type::IQ4_NL: case ggml_type::MXFP4: case ggml_type::Q1_0: case ggml_type::Q2_0: return act::q8_0;
     case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act::q8_K;
     case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS:
     case ggml_type::IQ3_S: case ggml_type::IQ1_S: case ggml_type::IQ1_M: return act::q8_K;
@@ -107,6 +108,41 @@ inline void matmul_unpacked(ggml_type type, const std::uint8_t* w, std::size_t r
     if (pool) pool->parallel_for(rows, work); else work(0, rows);
 }
 
+/// Q1_0 and Q2_0 the same way (their zero-mean levels cancel as those types' do): the
+/// signed levels of each 32 elements dotted with Q8_0 activations in integers, times d * dx.
+inline void matmul_levels(ggml_type type, const std::uint8_t* w, std::size_t rows, std::size_t cols,
+                          const float* x, std::size_t ldx, std::size_t n_tok, float* y, std::size_t ldy,
+                          thread_pool* pool) {
+    const auto t = traits_of(type);
+    const std::size_t nb = cols / t.block_size, subs = t.block_size / 32, row_bytes = nb * t.type_size;
+    int8::act_buffer acts(int8::act_format::q8_0, cols, n_tok);
+    for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
+    auto work = [&](std::size_t b, std::size_t e) {
+        std::vector<float> acc(n_tok);
+        std::int8_t v[128];
+        for (std::size_t r = b; r < e; ++r) {
+            std::fill(acc.begin(), acc.end(), 0.f);
+            for (std::size_t blk = 0; blk < nb; ++blk) {
+                const std::uint8_t* p = w + r * row_bytes + blk * t.type_size;
+                for (std::size_t j = 0; j < t.block_size; ++j)
+                    v[j] = std::int8_t(type == ggml_type::Q1_0 ? q1_0_level(p, j) : q2_0_level(p, j));
+                const float d = load_f16(p);
+                for (std::size_t k = 0; k < n_tok; ++k) {
+                    const int8::act_row a = acts.row(k);
+                    for (std::size_t sb = 0; sb < subs; ++sb) {
+                        const std::int8_t* q = a.q + 32 * (subs * blk + sb);
+                        std::int32_t s = 0;
+                        for (std::size_t j = 0; j < 32; ++j) s += std::int32_t(v[32 * sb + j]) * q[j];
+                        acc[k] = std::fma(float(s), d * a.d[subs * blk + sb], acc[k]);
+                    }
+                }
+            }
+            for (std::size_t k = 0; k < n_tok; ++k) y[k * ldy + r] = acc[k];
+        }
+    };
+    if (pool) pool->parallel_for(rows, work); else work(0, rows);
+}
+
 } // namespace detail
 
 inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t cols, const float* x,
@@ -115,6 +151,8 @@ inline void matmul(ggml_type type, const void* W, std::size_t rows, std::size_t 
     const std::size_t row_bytes = cols / t.block_size * t.type_size;
     const auto* w = static_cast<const std::uint8_t*>(W);
     if (unpack::unpacks(type)) return detail::matmul_unpacked(type, w, rows, cols, x, ldx, n_tok, y, ldy, pool);
+    if (type == ggml_type::Q1_0 || type == ggml_type::Q2_0)
+        return detail::matmul_levels(type, w, rows, cols, x, ldx, n_tok, y, ldy, pool);
     const detail::act a = detail::activations_for(type);
     std::vector<float> xq, corr;
     const float* xs = x;

@@ -4,8 +4,8 @@
 // own quantizer uses when no importance matrix is given): the same absmax /
 // min-max scale choice, the same rounding (roundf for Q8_0, truncation of
 // x + 8.5 for Q4_0 ...), the same F16 rounding of the scales.
-// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, Q2_K, Q3_K, IQ4_NL,
-// IQ4_XS, MXFP4 (quantize_search.hpp), and the plain F32, F16, BF16.
+// Supported targets: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, Q1_0, Q2_0, Q2_K, Q3_K,
+// IQ4_NL, IQ4_XS, MXFP4 (quantize_search.hpp), and the plain F32, F16, BF16.
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -156,6 +156,26 @@ inline void q_tq2_0(const float* x, std::uint8_t* b) noexcept {
         }
 }
 
+// The 2026 low-bit types (quantize_row_q1_0_ref / _q2_0_ref).
+inline void q_q1_0(const float* x, std::uint8_t* b) noexcept {
+    float sum_abs = 0.f;
+    for (std::size_t j = 0; j < 128; ++j) sum_abs += std::fabs(x[j]);
+    store_f16(b, sum_abs / 128);
+    for (std::size_t j = 0; j < 16; ++j) b[2 + j] = 0;
+    for (std::size_t j = 0; j < 128; ++j)
+        if (x[j] >= 0.0f) b[2 + j / 8] = static_cast<std::uint8_t>(b[2 + j / 8] | 1u << (j % 8));
+}
+inline void q_q2_0(const float* x, std::uint8_t* b) noexcept {
+    const float d = abs_max(x, 64), id = d > 0.0f ? 1.0f / d : 0.0f;
+    store_f16(b, d);
+    for (std::size_t j = 0; j < 16; ++j) b[2 + j] = 0;
+    for (std::size_t j = 0; j < 64; ++j) {
+        int q = int(std::round(x[j] * id)) + 1;
+        q = q < 0 ? 0 : q > 3 ? 3 : q;
+        b[2 + j / 4] = static_cast<std::uint8_t>(b[2 + j / 4] | unsigned(q) << (2 * (j % 4)));
+    }
+}
+
 } // namespace detail
 
 /// True when quantize_row can produce `type`.
@@ -164,7 +184,8 @@ constexpr bool can_quantize(ggml_type t) noexcept {
     case ggml_type::F32: case ggml_type::F16: case ggml_type::BF16: case ggml_type::Q8_0:
     case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
     case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::Q2_K: case ggml_type::Q3_K:
-    case ggml_type::MXFP4: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS:
+    case ggml_type::MXFP4: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS: case ggml_type::Q1_0:
+    case ggml_type::Q2_0:
         return true;
     default:
         return false;
@@ -206,6 +227,8 @@ inline void quantize_row(ggml_type type, const float* src, void* dst, std::size_
         case ggml_type::MXFP4: detail::q_mxfp4(src, d); break;
         case ggml_type::IQ4_NL: detail::q_iq4(src, d, false); break;
         case ggml_type::IQ4_XS: detail::q_iq4(src, d, true); break;
+        case ggml_type::Q1_0: detail::q_q1_0(src, d); break;
+        case ggml_type::Q2_0: detail::q_q2_0(src, d); break;
         default: break;
         }
     }

@@ -16,13 +16,17 @@
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/ggml_tables.hpp"
 
+// g++: a function attribute; clang: a pragma at the top of the body (at namespace
+// scope it would hold for the rest of the including TU).
 #if defined(__clang__)
 #define ARCHETYPE_NO_FP_CONTRACT
-#pragma clang fp contract(off)
+#define ARCHETYPE_FP_CONTRACT_OFF_HERE _Pragma("clang fp contract(off)")
 #elif defined(__GNUC__)
 #define ARCHETYPE_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#define ARCHETYPE_FP_CONTRACT_OFF_HERE
 #else
 #define ARCHETYPE_NO_FP_CONTRACT
+#define ARCHETYPE_FP_CONTRACT_OFF_HERE
 #endif
 
 namespace archetype::quant::detail {
@@ -39,6 +43,7 @@ inline int nearest_int(float v) noexcept {
 ARCHETYPE_NO_FP_CONTRACT inline float make_qkx2_quants(int n, int nmax, const float* x, const float* weights,
                                                        std::uint8_t* L, float* the_min, std::uint8_t* Laux,
                                                        float rmin, float rdelta, int nstep, bool use_mad) noexcept {
+    ARCHETYPE_FP_CONTRACT_OFF_HERE
     float min = x[0], max = x[0];
     float sum_w = weights[0];
     float sum_x = sum_w * x[0];
@@ -109,6 +114,7 @@ ARCHETYPE_NO_FP_CONTRACT inline float make_qkx2_quants(int n, int nmax, const fl
 
 /// make_q3_quants with do_rmse: signed levels -nmax..nmax-1 (+ nmax into L), the scale.
 ARCHETYPE_NO_FP_CONTRACT inline float make_q3_quants(int n, int nmax, const float* x, std::int8_t* L) noexcept {
+    ARCHETYPE_FP_CONTRACT_OFF_HERE
     float max = 0, amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = std::fabs(x[i]);
@@ -167,6 +173,7 @@ inline void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) noexcept {
 
 /// quantize_row_q2_K_ref, one 256-element block into b (84 bytes).
 ARCHETYPE_NO_FP_CONTRACT inline void q_q2_K(const float* x, std::uint8_t* b) noexcept {
+    ARCHETYPE_FP_CONTRACT_OFF_HERE
     std::uint8_t L[256], Laux[16];
     float weights[16], mins[16], scales[16];
     const float q4scale = 15.f;
@@ -207,6 +214,7 @@ ARCHETYPE_NO_FP_CONTRACT inline void q_q2_K(const float* x, std::uint8_t* b) noe
 
 /// quantize_row_q3_K_ref, one 256-element block into b (110 bytes).
 ARCHETYPE_NO_FP_CONTRACT inline void q_q3_K(const float* x, std::uint8_t* b) noexcept {
+    ARCHETYPE_FP_CONTRACT_OFF_HERE
     std::int8_t L[256];
     float scales[16];
     float max_scale = 0, amax = 0;
@@ -264,6 +272,7 @@ ARCHETYPE_NO_FP_CONTRACT inline void q_q3_K(const float* x, std::uint8_t* b) noe
 /// of amax / 4 (floor of log2), each element the table value nearest x / scale (first
 /// on ties).
 ARCHETYPE_NO_FP_CONTRACT inline void q_mxfp4(const float* x, std::uint8_t* b) noexcept {
+    ARCHETYPE_FP_CONTRACT_OFF_HERE
     float amax = 0.f;
     for (int j = 0; j < 32; ++j)
         if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
@@ -304,6 +313,7 @@ inline int best_index_int8(int n, const std::int8_t* val, float x) noexcept {
 /// IQ4_XS then rounds the 8 scales to 6 bits of d = -max_scale / 32 and re-picks the
 /// codes. xs: IQ4_XS (256 elements, 136 bytes), else IQ4_NL (32, 18).
 ARCHETYPE_NO_FP_CONTRACT inline void q_iq4(const float* x, std::uint8_t* b, bool xs) noexcept {
+    ARCHETYPE_FP_CONTRACT_OFF_HERE
     const int sbs = xs ? 256 : 32, nb = sbs / 32, ntry = 7;
     const std::int8_t* values = ggml_tables::kvalues_iq4nl;
     std::uint8_t L[256];

@@ -198,6 +198,14 @@ inline float element(ggml_type type, const void* row, std::size_t i) {
         const float dl = load_f16(b) * float(int(iq4_xs_scale(b, sub)) - 32);
         return dl * float(ggml_tables::kvalues_iq4nl[code]);
     }
+    case ggml_type::Q1_0: { // the sign bit alone: +d or -d (no multiply)
+        const float d = load_f16(b);
+        return ((b[2 + j / 8] >> (j % 8)) & 1) ? d : -d;
+    }
+    case ggml_type::Q2_0: {
+        const int code = (b[2 + j / 4] >> (2 * (j % 4))) & 3;
+        return float(code - 1) * load_f16(b);
+    }
     case ggml_type::TQ1_0: {
         std::size_t byte;
         unsigned trit;
@@ -232,6 +240,7 @@ inline act_type activation_type(ggml_type type) {
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: return act_type::q8_K;
     case ggml_type::Q2_K: case ggml_type::Q3_K: case ggml_type::IQ4_XS: return act_type::q8_K;
     case ggml_type::IQ4_NL: case ggml_type::MXFP4: return act_type::q8_0;
+    case ggml_type::Q1_0: case ggml_type::Q2_0: return act_type::q8_0;
     case ggml_type::TQ1_0: case ggml_type::TQ2_0: return act_type::q8_K;
     case ggml_type::IQ2_XXS: case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS:
     case ggml_type::IQ3_S: case ggml_type::IQ1_S: case ggml_type::IQ1_M: return act_type::q8_K;

@@ -254,6 +254,13 @@ struct basic_engine {
         return sum;
     }
 
+    /// v . x for 32 signed levels v (Q1_0, Q2_0): |v| . sign(x, v) by the products P.
+    static __m256i sdot32(const std::int8_t* v, const std::int8_t* x) noexcept {
+        const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(v));
+        const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(x));
+        return P::udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w));
+    }
+
     /// The types of quant/unpack.hpp: sum over the 16 sub-blocks of sc[k] * (v . x), v
     /// signed (|v| <= 127: |v| . sign(x, v), a vpmaddubsw pair below 2^15).
     static __m256i sdot16_block(const std::int8_t* v, const std::int8_t* x, const std::int16_t* sc) noexcept {

@@ -26,6 +26,7 @@
 //       the codes times the 8 signed scales sc)
 //   sdot16_block(v, x, sc): the types of quant/unpack.hpp, unpacked to signed int8 v:
 //       sum over the 16 sub-blocks of sc[k] * (v . x)
+//   sdot32(v, x): v . x for 32 signed int8 levels (Q1_0, Q2_0)
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,23 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
     for (int r = 0; r < R; ++r) acc[r] = E::zero(), extra[r] = 0.f;
     for (std::size_t b = 0; b < nb; ++b) {
         E::template prefetch_step<R * tr.type_size>(pf);
+        if constexpr (T == ggml_type::Q1_0 || T == ggml_type::Q2_0) {
+            // signed levels (Q1_0 -1 / +1, Q2_0 -1..2) per 32-element activation block,
+            // one fp16 d per weight block
+            constexpr std::size_t subs = tr.block_size / 32;
+            for (int r = 0; r < R; ++r) {
+                const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
+                const float dw = E::f16(blk);
+                for (std::size_t sb = 0; sb < subs; ++sb) {
+                    alignas(32) std::int8_t v[32];
+                    for (std::size_t j = 0; j < 32; ++j)
+                        v[j] = std::int8_t(T == ggml_type::Q1_0 ? q1_0_level(blk, 32 * sb + j) : q2_0_level(blk, 32 * sb + j));
+                    const std::size_t ab = subs * b + sb;
+                    acc[r] = E::fma(E::sdot32(v, a.q + 32 * ab), dw * a.d[ab], acc[r]);
+                }
+            }
+            continue;
+        }
         const float dx = a.d[b];
         if constexpr (tr.block_size == 32) {
             using F = typename E::template fmt<T>;

@@ -41,7 +41,8 @@ inline bool handles(ggml_type t) noexcept {
     switch (t) {
     case ggml_type::Q8_0: case ggml_type::Q4_0: case ggml_type::Q4_1: case ggml_type::Q5_0: case ggml_type::Q5_1:
     case ggml_type::Q4_K: case ggml_type::Q5_K: case ggml_type::Q6_K: case ggml_type::Q2_K:
-    case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS: case ggml_type::MXFP4: return true;
+    case ggml_type::Q3_K: case ggml_type::IQ4_NL: case ggml_type::IQ4_XS: case ggml_type::MXFP4:
+    case ggml_type::Q1_0: case ggml_type::Q2_0: return true;
     default: return unpack::unpacks(t);
     }
 }
@@ -122,7 +123,7 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
     using ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1, ggml_type::Q4_K,
         ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
-        ggml_type::MXFP4;
+        ggml_type::MXFP4, ggml_type::Q1_0, ggml_type::Q2_0;
     if (unpack::unpacks(type)) {
         detail::run_unpacked<Engine>(type, parts, n_parts, cols, acts, n_tok, pool);
         return true;
@@ -141,6 +142,8 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
     case IQ4_NL: detail::run<Engine, IQ4_NL>(parts, n_parts, cols, acts, n_tok, pool); break;
     case IQ4_XS: detail::run<Engine, IQ4_XS>(parts, n_parts, cols, acts, n_tok, pool); break;
     case MXFP4: detail::run<Engine, MXFP4>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q1_0: detail::run<Engine, Q1_0>(parts, n_parts, cols, acts, n_tok, pool); break;
+    case Q2_0: detail::run<Engine, Q2_0>(parts, n_parts, cols, acts, n_tok, pool); break;
     default: break;
     }
     return true;

@@ -257,6 +257,11 @@ struct engine {
         return sum;
     }
 
+    /// v . x for 32 signed levels v (Q1_0, Q2_0).
+    static int32x4_t sdot32(const std::int8_t* v, const std::int8_t* x) noexcept {
+        return detail::dot32(detail::load16(v), detail::load16(v + 16), x);
+    }
+
     /// The types of quant/unpack.hpp: sum over the 16 sub-blocks of sc[k] * (v . x), v signed.
     static int32x4_t sdot16_block(const std::int8_t* v, const std::int8_t* x, const std::int16_t* sc) noexcept {
         int32x4_t sum = vdupq_n_s32(0);
