@@ -26,8 +26,8 @@ std::string model_path() {
 
 /// The prompt fed in pieces of `pieces` tokens (repeating), one token per call when 1.
 std::vector<float> run(const decoder_model<presets::Mamba2Lm>& m, const std::vector<std::int32_t>& tok,
-                       std::vector<std::size_t> pieces, std::size_t threads) {
-    auto s = session(m, {.n_threads = threads, .max_sequences = 1, .n_ctx = 256});
+                       std::vector<std::size_t> pieces, std::size_t threads, std::size_t n_ubatch = 512) {
+    auto s = session(m, {.n_threads = threads, .max_sequences = 1, .n_ctx = 256, .n_ubatch = n_ubatch});
     const std::size_t V = m.n_vocab();
     std::vector<float> logits(tok.size() * V);
     for (std::size_t b = 0, i = 0; b < tok.size(); ++i) {
@@ -61,9 +61,13 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_equals_the_recurrence_and_the_thread_count_
     const auto recurrence = run(m, tok, {1}, 2);          // decode: the recurrence, token by token
     const auto chunked = run(m, tok, {150}, 2);           // one prefill: chunks of 64, 64, 22
     const auto pieces = run(m, tok, {37, 1, 90, 5}, 2);   // state carried across uneven calls
+    // passes as wide as the session's rows (n_ubatch 64: the mixer's scratch, SSD's included,
+    // filled to its last float; a sanitizer build catches an undersized one)
+    const auto full_rows = run(m, tok, {150}, 2, 64);
     BOOST_TEST_MESSAGE("chunked vs recurrence: " << worst(chunked, recurrence, V));
     BOOST_TEST(worst(chunked, recurrence, V) <= 1e-5);
     BOOST_TEST(worst(pieces, recurrence, V) <= 1e-5);
+    BOOST_TEST(worst(full_rows, recurrence, V) <= 1e-5);
     // the state matters: the last token alone (a fresh state) gives other logits
     const auto alone = run(m, {tok.back()}, {1}, 2);
     const std::vector<float> last(recurrence.end() - std::ptrdiff_t(V), recurrence.end());

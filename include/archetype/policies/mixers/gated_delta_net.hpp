@@ -107,13 +107,19 @@ struct mixer_impl<GatedDeltaNetWith<Order>> {
     static std::size_t conv_state_floats(const weights& w) noexcept { return (w.K - 1) * w.conv_dim(); }
     static std::size_t state_floats(const weights& w) noexcept { return conv_state_floats(w) + w.Hv * w.dk * w.dv; }
     static std::size_t scratch_floats(const weights& w, std::size_t rows) noexcept {
+        const std::size_t inner = w.Hv * w.dv;
+        // qkv, its conv, z, o, [b | a] (2 Hv), then g and beta (Hv each)
+        return rows * (2 * w.conv_dim() + 2 * inner + 4 * w.Hv) + kernels::gated_delta_chunked_scratch(rule_shape(w), chunk);
+    }
+    /// The rule's dimensions (what its scratch depends on; the forward pass adds the rows).
+    static kernels::gated_delta_params rule_shape(const weights& w) noexcept {
         kernels::gated_delta_params p;
+        p.n_key_heads = w.Hk;
         p.n_value_heads = w.Hv;
         p.dk = w.dk;
         p.dv = w.dv;
-        const std::size_t inner = w.Hv * w.dv;
-        // qkv, its conv, z, o, [b | a] (2 Hv), then g and beta (Hv each)
-        return rows * (2 * w.conv_dim() + 2 * inner + 4 * w.Hv) + kernels::gated_delta_chunked_scratch(p, chunk);
+        p.order = Order;
+        return p;
     }
 
     template <class Ctx>
@@ -156,13 +162,8 @@ struct mixer_impl<GatedDeltaNetWith<Order>> {
             for (std::size_t h = 0; h < 2 * w.Hk; ++h) l2_normalise(row + h * w.dk, w.dk, h < w.Hk ? q_scale : 1.f);
         }
         for (const auto& gr : c.groups()) {
-            kernels::gated_delta_params p;
+            kernels::gated_delta_params p = rule_shape(w);
             p.n_tok = gr.n;
-            p.n_key_heads = w.Hk;
-            p.n_value_heads = Hv;
-            p.dk = w.dk;
-            p.dv = w.dv;
-            p.order = Order;
             p.q = qkv + gr.row * CD;
             p.k = p.q + w.Hk * w.dk;
             p.ldqk = CD;

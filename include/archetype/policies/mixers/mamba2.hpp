@@ -104,10 +104,17 @@ struct mixer_impl<Mamba2With<DtMin>> {
     static std::size_t conv_state_floats(const weights& w) noexcept { return (w.K - 1) * w.conv_dim(); }
     static std::size_t state_floats(const weights& w) noexcept { return conv_state_floats(w) + w.H * w.P * w.N; }
     static std::size_t scratch_floats(const weights& w, std::size_t rows) noexcept {
+        return rows * (w.in_width() + w.conv_dim() + w.d_inner + w.H) + kernels::ssd_chunked_scratch(ssd_shape(w), chunk);
+    }
+
+    /// The scan's dimensions (what its scratch depends on; the forward pass adds the rows).
+    static kernels::ssd_params ssd_shape(const weights& w) noexcept {
         kernels::ssd_params p;
         p.n_head = w.H;
+        p.head_dim = w.P;
+        p.d_state = w.N;
         p.n_group = w.G;
-        return rows * (w.in_width() + w.conv_dim() + w.d_inner + w.H) + kernels::ssd_chunked_scratch(p, chunk);
+        return p;
     }
 
     /// The pass's rows `in` [rows x E] -> `out` [rows x E].
@@ -131,12 +138,8 @@ struct mixer_impl<Mamba2With<DtMin>> {
             float* xg = xbc + g.row * cd;
             kernels::causal_conv1d(g.n, cd, w.K, zx + g.row * W + DI, W, w.conv, w.conv_b, conv_state, xg, cd, c.pool());
             for (std::size_t i = 0; i < g.n * cd; ++i) xg[i] = detail::silu(xg[i]);
-            kernels::ssd_params p;
+            kernels::ssd_params p = ssd_shape(w);
             p.n_tok = g.n;
-            p.n_head = w.H;
-            p.head_dim = w.P;
-            p.d_state = w.N;
-            p.n_group = w.G;
             p.x = xg;
             p.ldx = cd;
             p.B = xg + DI;
