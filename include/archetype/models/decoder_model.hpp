@@ -208,8 +208,9 @@ public:
             if (L.mixes) state_floats += detail::mixer_state_floats<typename D::mixer>(L.attn);
         }
         const bool hybrid = kv_layers != range_.count;
-        // figures() counts attention and feed-forward layers; other layers: the file's tensors
-        if (!hybrid && all_feed) s += describe_line("params", std::to_string(f.parameters));
+        // figures() counts attention and feed-forward layers; a model with other mixers (a
+        // hybrid, parallel mixers with state) or layers without a feed-forward: the file's tensors
+        if (!hybrid && all_feed && state_floats == 0) s += describe_line("params", std::to_string(f.parameters));
         else s += describe_line("params", std::to_string(weight_elements_) + " (the bound tensors' elements)");
         if (hybrid) s += describe_line("mixers", kinds + " (A = attention, R = recurrent, - = feed-forward only)");
         s += describe_line("KV cache", std::to_string(hybrid ? f.cache_bytes / d.n_layer * kv_layers : f.cache_bytes) +
@@ -220,7 +221,8 @@ public:
                 s += describe_line("KV per token", mixer_impl<typename D::mixer>::describe_cache(layers_v_[range_.first].attn));
         } else if (kv_layers) {
             s += describe_line("KV per token", std::to_string(kv_layers * D::kv_bytes_per_token_per_layer(d.n_head_kv, d.head_dim)) +
-                                                   " bytes (" + std::to_string(kv_layers) + " attention layers)");
+                                                   " bytes (" + std::to_string(kv_layers) +
+                                                   (kv_layers == 1 ? " attention layer)" : " attention layers)"));
         }
         if (state_floats)
             s += describe_line("state", std::to_string(state_floats * sizeof(float)) +
