@@ -39,7 +39,9 @@
 #include <httplib.h>
 
 #include "archetype/core/error.hpp"
+#include "archetype/models/architectures.hpp"
 #include "archetype/runtime/chat_tokens.hpp"
+#include "archetype/runtime/serving/encoder_engine.hpp"
 #include "archetype/runtime/serving/text_stream.hpp"
 #include "archetype/runtime/tokenizer/load.hpp"
 #include "commands.hpp"
@@ -66,7 +68,9 @@ constexpr const char* serve_usage =
     "  --threads N       compute threads (default: the number of cores)\n"
     "  --api-key K       every route but /health requires 'Authorization: Bearer K'\n"
     "  --pooling P       /v1/embeddings of a decoder: the last token's final-norm row, or the\n"
-    "                    mean of all (default last); L2-normalised either way\n"
+    "                    mean of all (default last); L2-normalised either way. An encoder file\n"
+    "                    (bert, nomic-bert, modern-bert) serves /v1/embeddings only, pooled as\n"
+    "                    the file says (mean where it says none), L2-normalised\n"
     "  --queue N         requests waiting for a sequence before 503 (default 16)\n"
     "  --max-body B      largest request body in bytes (default 1048576)\n"
     "  --prefix-cache M  MiB of prompt-prefix snapshots kept for reuse (default 256, 0: none)\n"
@@ -568,17 +572,25 @@ int cmd_serve(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN); // a client gone mid-write is an error return, not a signal
 
     auto file = open_model_file(a.model);
-    if (!is_registered_decoder(file))
+    const bool encoder = takes_file(file, encoder_architectures{});
+    if (!encoder && !is_registered_decoder(file))
         throw argument_error("architecture '" + std::string(file.architecture()) +
-                             "' is not a registered decoder (archetype serve runs decoders; archetype describe "
-                             "--model FILE names the known ones)");
+                             "' is neither a registered decoder nor an encoder (" +
+                             architecture_names(encoder_architectures{}) +
+                             "); archetype describe --model FILE names the known ones");
     const auto tok = open_model_tokenizer(a.model, file);
-    std::string note;
-    auto tp = chat_template_for(file, a.chat_template, note);
-    if (!note.empty()) std::fprintf(stderr, "archetype serve: %s\n", note.c_str());
     std::string id = a.alias;
     if (id.empty()) id = std::filesystem::path(a.model).filename().string();
     if (id.empty()) id = std::filesystem::path(a.model).parent_path().filename().string();
+    if (encoder) // /v1/embeddings only (runtime/serving/encoder_engine.hpp); chat and completions get a 400
+        return with_architecture<encoder_architectures>(file, [&]<class E>(std::type_identity<E>) {
+            const auto model = load_model<E>(std::move(file));
+            serving::encoder_engine<typename E::model> engine(model, {.n_threads = a.threads, .max_queued = a.queue});
+            return server(engine, *tok, chat::named("chatml"), a, id).run();
+        });
+    std::string note;
+    auto tp = chat_template_for(file, a.chat_template, note);
+    if (!note.empty()) std::fprintf(stderr, "archetype serve: %s\n", note.c_str());
 
     decoder_serve_job sj;
     sj.threads = a.threads;

@@ -1,11 +1,12 @@
 """Suite 'server': `archetype serve` against the real `openai` Python client (max_retries=0)
 and raw HTTP, on a random-weight model the test writes (tests/server/write_tiny_model.cpp).
 
-    python test_server.py ARCHETYPE WRITE_TINY_MODEL
+    python test_server.py ARCHETYPE WRITE_TINY_MODEL ZOO_DIR
 
 Two servers: the main one (--parallel 16, an API key) for the API's routes, the
 concurrency, fault and memory cases; a small one (--parallel 1 --queue 1) for the queue
-bound and SIGTERM.
+bound and SIGTERM; and an encoder (the zoo's nomic-bert, ZOO_DIR/nomic-bert) for
+/v1/embeddings of an encoder file against transformers' pooled embedding.
 """
 import base64
 import http.client
@@ -25,7 +26,7 @@ import urllib.request
 
 import openai
 
-ARCHETYPE, WRITER = sys.argv[1], sys.argv[2]
+ARCHETYPE, WRITER, ZOO = sys.argv[1], sys.argv[2], sys.argv[3]
 KEY = "test-key-0123456789"
 MODEL = "tiny.gguf"
 CTX = 4096
@@ -381,6 +382,53 @@ class SmallServerTest(unittest.TestCase):
         self.assertIn(b"data: [DONE]", rest)
         self.assertIn(b'"finish_reason":"stop"', rest)
         srv.stop()
+
+
+class EncoderServerTest(unittest.TestCase):
+    """An encoder file serves /v1/embeddings: the zoo's tiny nomic-bert (a real WordPiece
+    vocabulary; mean pooling from the file, then L2) against the embedding transformers'
+    NomicBertModel computed for the same ids (tests/data/zoo/nomic-bert/embedding_N.f32.bin)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = os.path.join(ZOO, "nomic-bert")
+        cls.srv = Server(os.path.join(cls.dir, "model.gguf"), "--api-key", KEY)
+        cls.c = cls.srv.client()
+        with open(os.path.join(cls.dir, "versions.json")) as f:
+            cls.texts = json.load(f)["texts"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def read(self, name, fmt):
+        with open(os.path.join(self.dir, name), "rb") as f:
+            raw = f.read()
+        return list(struct.unpack(f"<{len(raw) // 4}{fmt}", raw))
+
+    def test_embeddings_match_transformers(self):
+        for n in (7, 40):
+            ids, want = self.read(f"tokens_{n}.i32.bin", "i"), self.read(f"embedding_{n}.f32.bin", "f")
+            by_ids = self.c.embeddings.create(model="model.gguf", input=[ids], encoding_format="float")
+            got = by_ids.data[0].embedding
+            self.assertEqual(len(got), len(want))
+            self.assertLessEqual(max(abs(a - b) for a, b in zip(got, want)), 1e-4 * max(1.0, max(map(abs, want))))
+            self.assertEqual(by_ids.usage.prompt_tokens, n)
+            # the text, tokenised by the server ([CLS] ... [SEP]), is the same ids, so the same vector
+            by_text = self.c.embeddings.create(model="model.gguf", input=self.texts[str(n)])  # base64 on the wire
+            self.assertEqual(by_text.data[0].embedding, got)
+
+    def test_chat_and_completions_are_refused_by_an_encoder(self):
+        for call in (lambda: self.c.chat.completions.create(model="model.gguf", messages=[{"role": "user", "content": "hi"}]),
+                     lambda: self.c.completions.create(model="model.gguf", prompt="hi", max_tokens=2)):
+            with self.assertRaises(openai.BadRequestError) as cm:
+                call()
+            self.assertIn("encoder", str(cm.exception))
+
+    def test_input_longer_than_the_encoder_takes(self):
+        status, _, body = self.srv.raw("POST", "/v1/embeddings", json.dumps({"model": "model.gguf", "input": [[101] * 100000]}))
+        self.assertEqual(status, 400)
+        self.assertIn("100000", error_of(body)["message"])
 
 
 if __name__ == "__main__":
