@@ -6,7 +6,7 @@
 //   [z | xBC | dt] = ssm_in(h)           z [d_inner], xBC [d_inner + 2·G·N], dt [H]
 //   xBC            = silu(conv1d(xBC) + conv_b)    depthwise causal, kernel K, with state
 //   [x | B | C]    = xBC                 x: H heads of P = d_inner / H; B, C: G groups of N
-//   dt             = softplus(dt + dt_b)          (at least DtMin: Mamba2With<DtMin>)
+//   dt             = softplus(dt + dt_b)          (at least dt_min: Mamba2With<DtMinMillionths>)
 //   y              = SSD(x, dt, A, B, C) + D ⊙ x   (kernels/ssd.hpp; A, D per head)
 //   y              = RMSNorm_G(y ⊙ silu(z)) · ssm_norm   gated first, then an RMSNorm over
 //                                                   each of the G groups of d_inner / G
@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "archetype/core/error.hpp"
@@ -40,25 +41,27 @@
 
 namespace archetype {
 
-/// DtMin: a floor on dt after the softplus (0: none). Nemotron-H's transformers model clamps
-/// dt at config.time_step_min (1e-3), a value its GGUF does not carry (llama.cpp does not
-/// clamp): its preset says Mamba2With<1e-3f>.
-template <float DtMin = 0.f>
+/// DtMinMillionths: a floor on dt after the softplus, in millionths (0: none). Nemotron-H's
+/// transformers model clamps dt at config.time_step_min (1e-3), a value its GGUF does not
+/// carry (llama.cpp does not clamp): its preset says Mamba2With<1000>. (An integer, not a
+/// float template argument: clang 14, the sanitizer compiler, has no float NTTPs;
+/// 1000 / 1e6f is 1e-3f, correctly rounded, the float32 value torch's clamp compares with.)
+template <std::uint32_t DtMinMillionths = 0>
 struct Mamba2With {
-    static_assert(DtMin >= 0.f, "archetype: Mamba2With<DtMin>: the floor on dt is a non-negative time step");
     using axis = archetype::axis::mixer;
     static constexpr std::string_view name = "Mamba2";
     static constexpr bool attention = false;
-    static constexpr float dt_min = DtMin;
+    static constexpr float dt_min = float(DtMinMillionths) / 1e6f;
     static std::string describe() {
-        return DtMin == 0.f ? "Mamba2 (selective state space, SSD)"
-                            : "Mamba2 (selective state space, SSD; dt >= " + std::to_string(DtMin) + ")";
+        return DtMinMillionths == 0 ? "Mamba2 (selective state space, SSD)"
+                                    : "Mamba2 (selective state space, SSD; dt >= " + std::to_string(dt_min) + ")";
     }
 };
 using Mamba2 = Mamba2With<>;
 
-template <float DtMin>
-struct mixer_impl<Mamba2With<DtMin>> {
+template <std::uint32_t DtMinMillionths>
+struct mixer_impl<Mamba2With<DtMinMillionths>> {
+    static constexpr float DtMin = Mamba2With<DtMinMillionths>::dt_min;
     /// Tokens per chunk of the SSD's matrix form (prefill).
     static constexpr std::size_t chunk = 64;
 
