@@ -59,7 +59,7 @@ constexpr const char* serve_usage =
     "usage: archetype serve --model FILE|DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]\n"
     "                       [--threads N] [--api-key K] [--pooling last|mean] [--queue N]\n"
     "                       [--max-body BYTES] [--prefix-cache MIB] [--grace S] [--kv f32|f16] [--chunk N]\n"
-    "                       [--chat-template NAME] [--alias NAME]\n"
+    "                       [--prefill-per-pass N] [--chat-template NAME] [--alias NAME]\n"
     "  --host H          address to bind (default 127.0.0.1: this machine only)\n"
     "  --port P          default 8080 (0: any free port, printed on stderr)\n"
     "  --parallel N      sequences decoded together (default 4)\n"
@@ -78,13 +78,16 @@ constexpr const char* serve_usage =
     "  --kv f32|f16      KV cache elements (default f32)\n"
     "  --chunk N         prompt tokens per prefill pass, between decode steps (default 256): smaller\n"
     "                    keeps the running streams' inter-token latency down, larger reads prompts faster\n"
+    "  --prefill-per-pass N  prompt tokens read per pass, in whole chunks, before the running\n"
+    "                    streams' next decode step (default 2048, llama-server's n_batch; 0: one chunk)\n"
     "  --chat-template NAME  chatml|gemma|llama3|phi3|mistral instead of the file's template\n"
     "  --alias NAME      the model id of the API (default: the file's name)\n";
 
 struct serve_args {
     std::string model, host = "127.0.0.1", api_key, chat_template, alias;
     int port = 8080;
-    std::size_t parallel = 4, ctx = 0, queue = 16, max_body = 1 << 20, prefix_mib = 256, grace_s = 10, chunk = 0;
+    std::size_t parallel = 4, ctx = 0, queue = 16, max_body = 1 << 20, prefix_mib = 256, grace_s = 10, chunk = 0,
+                prefill_per_pass = 2048;
     std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
     serving::pooling pool = serving::pooling::last;
     kv_cache_type kv = kv_cache_type::f32;
@@ -545,6 +548,7 @@ int cmd_serve(int argc, char** argv) {
         else if (o == "--grace") a.grace_s = parse_number<std::size_t>(o, v, 0, 3600);
         else if (o == "--alias") a.alias = v;
         else if (o == "--chunk") a.chunk = parse_number<std::size_t>(o, v, 1, 4096);
+        else if (o == "--prefill-per-pass") a.prefill_per_pass = parse_number<std::size_t>(o, v, 0, 1 << 20);
         else if (o == "--chat-template") {
             a.chat_template = v;
             (void)chat::named(a.chat_template);
@@ -600,6 +604,7 @@ int cmd_serve(int argc, char** argv) {
     sj.prefix_cache_bytes = a.prefix_mib << 20;
     sj.kv = a.kv;
     sj.chunk_tokens = a.chunk;
+    sj.prefill_tokens_per_pass = a.prefill_per_pass;
     sj.tok = tok.get();
     sj.run = [&](serving::scheduler_interface& sched) { return server(sched, *tok, tp, a, id).run(); };
     decoder_job job;

@@ -134,6 +134,7 @@ int serve_job(Session& sess, const decoder_serve_job& a) {
     serving::scheduler sched(sess, {.max_queued = a.max_queued,
                                     .chunk_tokens = a.chunk_tokens,
                                     .prefix_cache_bytes = a.prefix_cache_bytes,
+                                    .prefill_tokens_per_pass = a.prefill_tokens_per_pass,
                                     .batch_invariant = true,
                                     .piece = [tok](std::int32_t t) { return tok->token_to_piece(t); }});
     sched.start();

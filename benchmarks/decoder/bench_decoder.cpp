@@ -74,10 +74,10 @@ int main(int argc, char** argv) {
     [[maybe_unused]] const char* lb = std::getenv("LLAMA_BENCH");
     const std::size_t n_tg = quick ? 32 : 128, depth = quick ? 0 : 2048;
     [[maybe_unused]] const int rounds = quick ? 1 : 3; // interleaved with llama-bench, medians
-    std::printf("decoder benchmark, 2 threads. pp512 = one 512-token prefill; tg = decode of %zu tokens from an empty "
+    std::printf("decoder benchmark, %zu threads (ARCHETYPE_BENCH_THREADS). pp512 = one 512-token prefill; tg = decode of %zu tokens from an empty "
                 "cache (llama-bench's tgN); tg@depth = 32 "
                 "tokens after %zu; bound = read bandwidth / bytes read per token (weights, + KV at depth)\n",
-                n_tg, depth);
+                bench_threads(), n_tg, depth);
 #if ARCHETYPE_BENCH_PRESET == 1
     std::printf("\nSmolLM2-135M shape (576 dim, 30 layers, 9/3 heads, FFN 1536, vocab 49152), static dims:\n");
     header(depth);

@@ -35,11 +35,19 @@ struct result {
     double prefill = 0, decode = 0;
 };
 
+/// Compute threads of every run, ours and llama-bench's: ARCHETYPE_BENCH_THREADS (a
+/// thread-scaling table, docs/performance.md), else 2 (the figures of the docs).
+inline std::size_t bench_threads() {
+    const char* e = std::getenv("ARCHETYPE_BENCH_THREADS");
+    const long n = e ? std::strtol(e, nullptr, 10) : 2;
+    return n >= 1 && n <= 1024 ? std::size_t(n) : 2;
+}
+
 /// prefill `n_prefill` then decode `n_decode` tokens (tokens/s of each).
 template <class D>
 result run(const decoder_model<D>& m, std::size_t n_prefill, std::size_t n_decode, std::size_t n_ctx,
            kv_cache_type kv = kv_cache_type::f32) {
-    auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx, .kv_type = kv});
+    auto s = session(m, {.n_threads = bench_threads(), .max_sequences = 1, .n_ctx = n_ctx, .kv_type = kv});
     std::vector<float> logits(m.n_vocab());
     const auto p = prompt(n_prefill, m.n_vocab());
     result r;
@@ -77,11 +85,11 @@ void warm_up(const decoder_model<D>& m) {
 struct llama_result {
     double prefill = 0, decode = 0, decode_depth = 0;
 };
-/// One llama-bench run on `file` with `args` (its -p / -n / -d), -t 2, `reps` repetitions.
+/// One llama-bench run on `file` with `args` (its -p / -n / -d), -t bench_threads(), `reps` repetitions.
 inline llama_result llama_bench_run(const std::string& bench, const std::string& file, const std::string& args,
                                     int reps = 3) {
     llama_result r;
-    const std::string cmd = bench + " -m " + file + " " + args + " -t 2 -r " + std::to_string(reps) + " -o json 2>/dev/null";
+    const std::string cmd = bench + " -m " + file + " " + args + " -t " + std::to_string(bench_threads()) + " -r " + std::to_string(reps) + " -o json 2>/dev/null";
     std::string out;
     {
         std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);

@@ -86,8 +86,9 @@ std::size_t batch_differences(const decoder_model<D>& m, std::size_t batch, bool
     auto sess = session(m, {.n_threads = 2, .max_sequences = batch, .n_ctx = n_ctx});
     std::map<std::uint64_t, std::vector<std::vector<float>>> rows;
     std::map<std::uint64_t, std::vector<std::int32_t>> toks;
-    serving::scheduler sch(sess, {.max_queued = 64, .chunk_tokens = chunk, .batch_invariant = invariant,
-                                  .on_logits = [&](std::uint64_t id, std::size_t k, std::span<const float> l) {
+    // one chunk per pass: the long prompt is read between the others' decode steps
+    serving::scheduler sch(sess, {.max_queued = 64, .chunk_tokens = chunk, .prefill_tokens_per_pass = 0,
+                                  .batch_invariant = invariant, .on_logits = [&](std::uint64_t id, std::size_t k, std::span<const float> l) {
                                       BOOST_REQUIRE_EQUAL(rows[id].size(), k);
                                       rows[id].emplace_back(l.begin(), l.end());
                                   }});
@@ -264,6 +265,38 @@ BOOST_AUTO_TEST_CASE(stops_and_text) {
         const auto [text, why, n] = run({.prompt = prompt, .max_tokens = 24, .stop = {stop}});
         BOOST_TEST(why == serving::finish_reason::stop);
         BOOST_TEST(text == whole.substr(0, whole.find(stop)));
+    }
+}
+
+// A pass reads prompt chunks, round robin over the requests still reading, until it has
+// read prefill_tokens_per_pass tokens (whole chunks, at least one) or no prompt is left;
+// the tokens do not depend on the budget.
+BOOST_AUTO_TEST_CASE(prefill_budget_per_pass) {
+    decoder_test::temp_model f(spec_of(ggml_type::F32), "serving_budget");
+    const auto m = load_model<D>(f.path);
+    const auto p0 = decoder_test::tokens(70, 7, 256), p1 = decoder_test::tokens(50, 8, 256); // 5 + 4 chunks
+    const auto alone0 = run_alone(m, p0, 6, 256), alone1 = run_alone(m, p1, 6, 256);
+    // budget -> prompt tokens read by the first pass: one chunk (0), whole chunks up to the
+    // first that reaches the budget (40 -> 3 chunks; 16 -> 1), everything (2048)
+    for (const auto& [budget, first] : std::vector<std::pair<std::size_t, std::size_t>>{
+             {0, 16}, {16, 16}, {40, 48}, {2048, 120}}) {
+        auto sess = session(m, {.n_threads = 2, .max_sequences = 2, .n_ctx = 256});
+        serving::scheduler sch(sess, {.chunk_tokens = chunk, .prefill_tokens_per_pass = budget});
+        std::vector<std::int32_t> got0, got1;
+        sch.submit({.prompt = p0, .max_tokens = 6, .on_event = [&](const serving::event& e) {
+                        got0.insert(got0.end(), e.tokens.begin(), e.tokens.end());
+                    }});
+        sch.submit({.prompt = p1, .max_tokens = 6, .on_event = [&](const serving::event& e) {
+                        got1.insert(got1.end(), e.tokens.begin(), e.tokens.end());
+                    }});
+        sch.step();
+        BOOST_TEST(sch.counts().prompt_tokens_total == first, "budget " << budget);
+        // round robin: both requests read their first chunk before either reads a second
+        if (budget == 40) BOOST_TEST(sess.n_past(0) + sess.n_past(1) == 48u);
+        if (budget == 40) BOOST_TEST(std::min(sess.n_past(0), sess.n_past(1)) == 16u);
+        sch.run_until_idle();
+        BOOST_TEST(got0 == alone0.tokens, boost::test_tools::per_element());
+        BOOST_TEST(got1 == alone1.tokens, boost::test_tools::per_element());
     }
 }
 

@@ -13,8 +13,14 @@
 //      (prefix_cache.hpp) instead of computing them;
 //   2. cancelled requests release their sequences;
 //   3. one decode over every request that has a token to feed (one batch, one row each);
-//   4. one prefill chunk of one request still reading its prompt (round robin), so a long
-//      prompt is read between decode steps and the running streams do not stall.
+//   4. prefill chunks of the requests still reading their prompts (round robin, one chunk
+//      at a time) until the pass has read prefill_tokens_per_pass prompt tokens or no
+//      prompt is left, so a long prompt is read between decode steps.
+// The budget trades the streams' inter-token latency against how many passes a burst of
+// new prompts stalls them: one chunk per pass (budget 0) gives the shortest gaps, but a
+// burst of N prompts of C chunks each stalls every running stream N x C times, which is
+// what a p99 inter-token latency counts; llama-server reads up to its n_batch (2048)
+// prompt tokens per pass, and so does the default here (docs/serving.md has the numbers).
 // A request's prompt is cut into chunks of chunk_tokens from position 0, whatever else
 // runs: its chunk schedule depends on its own length only. Decode and prefill are separate
 // passes (a decode row never shares a pass with a prefill chunk), and the session's decode
@@ -56,6 +62,8 @@ struct scheduler_options {
     std::size_t max_queued = 64;         ///< requests waiting for a sequence; submit refuses more
     std::size_t chunk_tokens = 0;        ///< prompt tokens per prefill pass (0: min(256, the session's chunk_rows))
     std::size_t prefix_cache_bytes = 0;  ///< snapshots kept for prefix reuse (0: none)
+    /// prompt tokens read per pass, in whole chunks (at least one chunk; 0: one chunk)
+    std::size_t prefill_tokens_per_pass = 2048;
     bool batch_invariant = true;         ///< decode rows bitwise independent of the batch (the session's mode)
     /// A token's bytes (the tokenizer's token_to_piece); null: events carry tokens only.
     std::function<std::string(std::int32_t)> piece{};
@@ -127,7 +135,13 @@ public:
         admit();
         release_cancelled();
         const bool decoded = decode_pass();
-        const bool prefilled = prefill_pass();
+        bool prefilled = false;
+        for (std::size_t read = 0; read == 0 || read < opt_.prefill_tokens_per_pass;) {
+            const std::size_t n = prefill_chunk();
+            if (n == 0) break;
+            prefilled = true;
+            read += n;
+        }
         publish();
         return decoded || prefilled;
     }
@@ -315,7 +329,8 @@ private:
         return true;
     }
 
-    bool prefill_pass() {
+    /// One prefill chunk; returns its prompt tokens (0: no prompt left to read).
+    std::size_t prefill_chunk() {
         // the prompt-reading request admitted longest ago after the last one served
         std::size_t best = slots_.size();
         for (std::size_t pass = 0; pass < 2 && best == slots_.size(); ++pass)
@@ -325,7 +340,7 @@ private:
                 if (pass == 0 && r->order <= last_prefilled_) continue;
                 if (best == slots_.size() || r->order < slots_[best]->order) best = s;
             }
-        if (best == slots_.size()) return false;
+        if (best == slots_.size()) return 0;
         auto& r = *slots_[best];
         last_prefilled_ = r.order;
         const auto& p = r.req.prompt;
@@ -341,7 +356,7 @@ private:
             }
         } catch (const std::exception& e) {
             finish(best, finish_reason::error, e.what());
-            return true;
+            return n;
         }
         r.fed += n;
         {
@@ -352,10 +367,10 @@ private:
             const std::span<const std::int32_t> head(p.data(), r.fed);
             if (!cache_.contains(head)) cache_.insert(head, sess_->save_sequence(seq(best)));
         }
-        if (!last) return true;
+        if (!last) return n;
         if (r.req.embedding) finish_embedding(best);
         else sample(best, std::span<const float>(pre_logits_.data(), sess_->n_vocab()));
-        return true;
+        return n;
     }
 
     void pool_rows(running& r, std::size_t n) {
