@@ -273,9 +273,11 @@ public:
             for (std::size_t i = 0; i < g.n; ++i) pos_[row + i] = cache_.n_past(std::size_t(g.seq)) + std::int64_t(i);
             row += g.n;
         }
-        if (!m_->has_embedding()) std::memcpy(x_.data(), x_in, n * m_->n_embd() * sizeof(float));
+        // (check_stage_pass refused a null x_in / x_out where the stage needs it; the tests of
+        // the pointers show g++ which calls copy, else it warns -Wnonnull through pipeline.hpp)
+        if (!m_->has_embedding() && x_in) std::memcpy(x_.data(), x_in, n * m_->n_embd() * sizeof(float));
         forward(tokens, n, out_first, out_n, logits, hidden);
-        if (!m_->has_head()) std::memcpy(x_out, x_.data(), n * m_->n_embd() * sizeof(float));
+        if (!m_->has_head() && x_out) std::memcpy(x_out, x_.data(), n * m_->n_embd() * sizeof(float));
     }
 
     /// The checks prefill makes before feeding `tokens` to `seq` (argument_error /
