@@ -189,8 +189,10 @@ def main() -> None:
         conf["quantization_config"] = {"quant_method": "awq", "version": "gemm", "bits": 4, "group_size": GROUP,
                                        "zero_point": True, "modules_to_not_convert": keep}
         conf["torch_dtype"] = "float16"
+        conf["architectures"] = ["LlamaForCausalLM"]
         (d / "config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
         safetensors.numpy.save_file(tensors, str(d / "model.safetensors"))
+        (d / "model.safetensors").chmod(0o644)
         suffix = "" if not variant else "_" + variant
         rec = {"dir": d.name, "modules_to_not_convert": keep, "files": {}}
         with torch.no_grad():
