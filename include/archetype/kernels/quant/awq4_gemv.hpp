@@ -5,7 +5,8 @@
 // gives the exact model's products to float rounding, as a batch through the panels does).
 //
 // Each 32-element block is decoded in registers to its exact float weights,
-// w = float(q - z) * d (|q - z| <= 15 times an F16: no rounding), and multiplied into
+// w = float(q - z) * d (|q - z| <= 15 times an F16: no rounding; on x86 computed as
+// fma(float(q), d, -z * d), whose two products and sum are exact too), and multiplied into
 // one float accumulator per (row, token) with FMA: no dequantised copy of the matrix,
 // 19 bytes read per 32 weights. One level per target, chosen by the compiler's macros
 // like every quantised kernel (docs/isa.md):
@@ -29,11 +30,12 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
 #define ARCHETYPE_AWQ4_LEVEL "avx512"
 #elif defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
 #define ARCHETYPE_AWQ4_LEVEL "avx2"
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -51,6 +53,19 @@ inline constexpr const char* level = ARCHETYPE_AWQ4_LEVEL;
 
 namespace detail {
 
+/// A block's F16 scale as a float (F16C's conversion where the target has it).
+inline float scale(const std::uint8_t* b) noexcept {
+#if defined(__F16C__)
+    return _cvtsh_ss(load_u16(b));
+#else
+    return load_f16(b);
+#endif
+}
+
+/// How far ahead of the rows being read the L2 prefetch cursor runs (prefetches never fault:
+/// past the end of the matrix they are dropped).
+inline constexpr std::uintptr_t prefetch_ahead = 32 * 1024;
+
 #if defined(__AVX512F__)
 struct lanes {
     using vec = __m512;
@@ -61,12 +76,12 @@ struct lanes {
     static vec add(vec a, vec b) noexcept { return _mm512_add_ps(a, b); }
     static float sum(vec a) noexcept { return _mm512_reduce_add_ps(a); }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
-        const __m512 d = _mm512_set1_ps(load_f16(b));
-        const __m512i z = _mm512_set1_epi32(b[2]);
+        const float d = scale(b);
+        const __m512 vd = _mm512_set1_ps(d), nzd = _mm512_set1_ps(-float(b[2]) * d);
         const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 3)));
         const __m512i lo = _mm512_and_si512(v, _mm512_set1_epi32(15)), hi = _mm512_srli_epi32(v, 4);
-        w[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, z)), d);
-        w[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(hi, z)), d);
+        w[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), vd, nzd);
+        w[1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), vd, nzd);
     }
     // x offset of vector i of a block
     static constexpr std::size_t offset(std::size_t i) noexcept { return 16 * i; }
@@ -86,14 +101,15 @@ struct lanes {
         return _mm_cvtss_f32(s);
     }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
-        const __m256 d = _mm256_set1_ps(load_f16(b));
-        const __m256i z = _mm256_set1_epi32(b[2]), m = _mm256_set1_epi32(15);
+        const float d = scale(b);
+        const __m256 vd = _mm256_set1_ps(d), nzd = _mm256_set1_ps(-float(b[2]) * d);
+        const __m256i m = _mm256_set1_epi32(15);
         const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 3)));
         const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 11)));
-        w[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(a, m), z)), d); // 0..7
-        w[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(c, m), z)), d); // 8..15
-        w[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(a, 4), z)), d); // 16..23
-        w[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(c, 4), z)), d); // 24..31
+        w[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(a, m)), vd, nzd);   // 0..7
+        w[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(c, m)), vd, nzd);   // 8..15
+        w[2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(a, 4)), vd, nzd);  // 16..23
+        w[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c, 4)), vd, nzd);  // 24..31
     }
     static constexpr std::size_t offset(std::size_t i) noexcept { return 8 * i; }
 };
@@ -153,7 +169,14 @@ inline void rows_tokens(const std::uint8_t* W, std::size_t row_bytes, std::size_
     typename L::vec acc[R][T];
     for (std::size_t r = 0; r < R; ++r)
         for (std::size_t t = 0; t < T; ++t) acc[r][t] = L::zero();
+    // The R rows are R x row_bytes contiguous bytes read in an interleaved order, which the
+    // hardware prefetchers follow poorly: a linear cursor walks the same bytes `prefetch_ahead`
+    // further on into L2 (the next groups' rows), R x 19 bytes per block (docs/weights.md).
+    const std::uintptr_t cursor = reinterpret_cast<std::uintptr_t>(W) + prefetch_ahead;
     for (std::size_t b = 0; b < n_blocks; ++b) {
+        const std::uintptr_t p = cursor + b * R * block_bytes;
+        __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 2);
+        if constexpr (R * block_bytes > 64) __builtin_prefetch(reinterpret_cast<const void*>(p + 64), 0, 2);
         for (std::size_t r = 0; r < R; ++r) {
             typename L::vec w[L::per_block]; // one row's block at a time: few registers live
             L::decode(W + r * row_bytes + b * block_bytes, w);
