@@ -14,7 +14,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <functional>
+#include <iterator>
 #include <span>
 #include <string>
 
@@ -94,20 +96,40 @@ struct edited_dir {
         edit(j);
         std::ofstream(path / "config.json") << j.dump(2);
     }
+    /// ... and its model.safetensors header edited (the data section unchanged)
+    edited_dir(const std::string& name, const std::function<void(nlohmann::json&)>& edit_config,
+               const std::function<void(nlohmann::json&)>& edit_header)
+        : edited_dir(name, edit_config) {
+        std::ifstream in(path / "model.safetensors", std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::uint64_t n;
+        std::memcpy(&n, bytes.data(), 8);
+        auto header = nlohmann::json::parse(bytes.substr(8, n));
+        edit_header(header);
+        std::string h = header.dump();
+        h.resize(((h.size() + 7) / 8) * 8, ' ');
+        const std::uint64_t m = h.size();
+        std::ofstream out(path / "model.safetensors", std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(&m), 8);
+        out << h << bytes.substr(8 + n);
+    }
     ~edited_dir() {
         std::error_code ec;
         std::filesystem::remove_all(path, ec);
     }
 };
 
-void refused(const std::string& name, const std::function<void(nlohmann::json&)>& edit, const std::string& needle) {
-    const edited_dir d(name, edit);
+void refused_dir(const edited_dir& d, const std::string& needle) {
     try {
         (void)hf::open_as_gguf(d.path.string());
         BOOST_ERROR("loaded; expected an error naming " << needle);
     } catch (const format_error& e) {
         BOOST_TEST_CONTEXT(e.what()) { BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos); }
     }
+}
+
+void refused(const std::string& name, const std::function<void(nlohmann::json&)>& edit, const std::string& needle) {
+    refused_dir(edited_dir(name, edit), needle);
 }
 
 nlohmann::json& qc(nlohmann::json& j) { return j["quantization_config"]; }
@@ -182,4 +204,35 @@ BOOST_AUTO_TEST_CASE(shapes_must_agree_with_the_config) {
     refused("hf", [](auto& j) { qc(j)["modules_to_not_convert"] = {"up_proj"}; }, "keeps 'model.layers.0.mlp.up_proj' float");
     refused("hf-keep", [](auto& j) { qc(j)["modules_to_not_convert"] = nullptr; },
             "'model.layers.0.mlp.down_proj.weight' is float, but quantization_config (AWQ) quantises");
+}
+
+BOOST_AUTO_TEST_CASE(hostile_tensors_are_refused_before_they_are_read) {
+    auto no_edit = [](nlohmann::json&) {};
+    const std::string q = "model.layers.0.self_attn.q_proj";
+    // a qweight of another dtype with the same bytes
+    refused_dir(edited_dir("hf", no_edit, [&](auto& h) { h[q + ".qweight"]["dtype"] = "F32"; }),
+                "'" + q + ".qweight' is F32 [128, 16], AWQ GEMM needs I32 [128, 16]");
+    // the same bytes in another shape
+    refused_dir(edited_dir("hf", no_edit, [&](auto& h) { h[q + ".qweight"]["shape"] = {64, 32}; }),
+                "'" + q + ".qweight' is I32 [64, 32], AWQ GEMM needs I32 [128, 16]");
+    // F32 scales in place of F16 (as many bytes: half the groups)
+    refused_dir(edited_dir("hf", no_edit, [&](auto& h) {
+                    h[q + ".scales"]["dtype"] = "F32";
+                    h[q + ".scales"]["shape"] = {1, 128};
+                }),
+                "'" + q + ".scales' is F32 [1, 128], AWQ GEMM needs F16 [2, 128]");
+    // a qweight without its scales
+    refused_dir(edited_dir("hf", no_edit, [&](auto& h) {
+                    h[q + ".scalez"] = h[q + ".scales"];
+                    h.erase(q + ".scales");
+                }),
+                "has '" + q + ".qweight' but no '" + q + ".scales'");
+    // a packed linear under a name no rule has: refused by name, not dropped
+    refused_dir(edited_dir("hf", no_edit, [&](auto& h) {
+                    for (const char* part : {".qweight", ".qzeros", ".scales"}) {
+                        h[std::string("model.layers.1.mlp.fc") + part] = h[std::string("model.layers.1.mlp.down_proj") + part];
+                        h.erase(std::string("model.layers.1.mlp.down_proj") + part);
+                    }
+                }),
+                "tensor 'model.layers.1.mlp.fc.qweight' of the checkpoint is not one a LlamaForCausalLM is converted with");
 }
