@@ -76,12 +76,14 @@ struct lanes {
     static vec add(vec a, vec b) noexcept { return _mm512_add_ps(a, b); }
     static float sum(vec a) noexcept { return _mm512_reduce_add_ps(a); }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
+        // the block's 16 possible weights (q - z) * d, q = 0..15, in one register (each exact:
+        // fma(q, d, -z * d) rounds a representable sum), then looked up by the nibbles
         const float d = scale(b);
-        const __m512 vd = _mm512_set1_ps(d), nzd = _mm512_set1_ps(-float(b[2]) * d);
+        const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m512 table = _mm512_fmadd_ps(iota, _mm512_set1_ps(d), _mm512_set1_ps(-float(b[2]) * d));
         const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 3)));
-        const __m512i lo = _mm512_and_si512(v, _mm512_set1_epi32(15)), hi = _mm512_srli_epi32(v, 4);
-        w[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), vd, nzd);
-        w[1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), vd, nzd);
+        w[0] = _mm512_permutexvar_ps(v, table); // vpermps reads the low 4 bits of each index
+        w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
     }
     // x offset of vector i of a block
     static constexpr std::size_t offset(std::size_t i) noexcept { return 16 * i; }
