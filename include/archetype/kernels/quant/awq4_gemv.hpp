@@ -67,6 +67,14 @@ inline float scale(const std::uint8_t* b) noexcept {
 inline constexpr std::uintptr_t prefetch_ahead = 32 * 1024;
 
 #if defined(__AVX512F__)
+/// Row z: the values q - z for q = 0..15 (a block's weights before its scale).
+alignas(64) inline constexpr float level_minus_zero[16][16] = {
+#define ARCHETYPE_AWQ4_ROW(z) {0 - z, 1 - z, 2 - z, 3 - z, 4 - z, 5 - z, 6 - z, 7 - z, 8 - z, 9 - z, 10 - z, 11 - z, 12 - z, 13 - z, 14 - z, 15 - z}
+    ARCHETYPE_AWQ4_ROW(0),  ARCHETYPE_AWQ4_ROW(1),  ARCHETYPE_AWQ4_ROW(2),  ARCHETYPE_AWQ4_ROW(3),
+    ARCHETYPE_AWQ4_ROW(4),  ARCHETYPE_AWQ4_ROW(5),  ARCHETYPE_AWQ4_ROW(6),  ARCHETYPE_AWQ4_ROW(7),
+    ARCHETYPE_AWQ4_ROW(8),  ARCHETYPE_AWQ4_ROW(9),  ARCHETYPE_AWQ4_ROW(10), ARCHETYPE_AWQ4_ROW(11),
+    ARCHETYPE_AWQ4_ROW(12), ARCHETYPE_AWQ4_ROW(13), ARCHETYPE_AWQ4_ROW(14), ARCHETYPE_AWQ4_ROW(15)};
+#undef ARCHETYPE_AWQ4_ROW
 struct lanes {
     using vec = __m512;
     static constexpr std::size_t per_block = 2; // vectors of 16 per 32-element block
@@ -77,10 +85,11 @@ struct lanes {
     static float sum(vec a) noexcept { return _mm512_reduce_add_ps(a); }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
         // the block's 16 possible weights (q - z) * d, q = 0..15, in one register (each exact:
-        // fma(q, d, -z * d) rounds a representable sum), then looked up by the nibbles
-        const float d = scale(b);
-        const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        const __m512 table = _mm512_fmadd_ps(iota, _mm512_set1_ps(d), _mm512_set1_ps(-float(b[2]) * d));
+        // a small integer times an F16), then looked up by the nibbles
+        std::uint16_t h;
+        std::memcpy(&h, b, 2);
+        const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h)));
+        const __m512 table = _mm512_mul_ps(_mm512_load_ps(level_minus_zero[b[2] & 15]), d);
         const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 3)));
         w[0] = _mm512_permutexvar_ps(v, table); // vpermps reads the low 4 bits of each index
         w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
@@ -104,7 +113,7 @@ struct lanes {
     }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
         const float d = scale(b);
-        const __m256 vd = _mm256_set1_ps(d), nzd = _mm256_set1_ps(-float(b[2]) * d);
+        const __m256 vd = _mm256_set1_ps(d), nzd = _mm256_set1_ps(-float(b[2] & 15) * d);
         const __m256i m = _mm256_set1_epi32(15);
         const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 3)));
         const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 11)));
@@ -126,7 +135,7 @@ struct lanes {
     static float sum(vec a) noexcept { return vaddvq_f32(a); }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
         const float d = load_f16(b);
-        const int16x8_t z = vdupq_n_s16(b[2]);
+        const int16x8_t z = vdupq_n_s16(b[2] & 15);
         const uint8x16_t v = vld1q_u8(b + 3);
         const uint8x16_t nib[2] = {vandq_u8(v, vdupq_n_u8(15)), vshrq_n_u8(v, 4)}; // elements 0..15, 16..31
         for (int h = 0; h < 2; ++h) {
@@ -151,7 +160,7 @@ struct lanes {
     static float sum(vec a) noexcept { return a; }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
         const float d = load_f16(b);
-        const int z = b[2];
+        const int z = b[2] & 15;
         for (std::size_t j = 0; j < 16; ++j) {
             w[j] = float((b[3 + j] & 0xF) - z) * d;
             w[j + 16] = float((b[3 + j] >> 4) - z) * d;

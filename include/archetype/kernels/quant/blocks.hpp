@@ -42,7 +42,7 @@
 //   TQ1_0       qs[48], qh[4], d: base-3 bytes, trit n of a byte (tq1_trit) is element
 //               32n + l of qs[l] (l < 32), 160 + 16n + l of qs[32 + l] (l < 16, n < 5),
 //               240 + 4n + l of qh[l] (l < 4, n < 4); value = d * (trit - 1)
-//   AWQ4        archetype's own (not ggml's): d (F16), z (u8, the zero point 0..15), then Q4_0's
+//   AWQ4        archetype's own (not ggml's): d (F16), z (a byte: its low 4 bits, 0..15), then Q4_0's
 //               nibbles: value = d * (q - z), exact in float (|q - z| <= 15 times an F16 needs
 //               15 bits). AutoAWQ's groups repacked at load (io/hf_awq.hpp); 19 bytes, so
 //               nothing in it is aligned: fields are read through memcpy as everywhere here

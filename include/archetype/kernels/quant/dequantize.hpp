@@ -47,7 +47,7 @@ inline void dq_q4_0(const std::uint8_t* b, float* y) noexcept {
 /// AWQ4: d * (q - z), exact (no rounding: |q - z| <= 15 times an F16 fits a float).
 inline void dq_awq4(const std::uint8_t* b, float* y) noexcept {
     const float d = load_f16(b);
-    const int z = b[2];
+    const int z = b[2] & 15; // the zero point: the low 4 bits of its byte
     for (std::size_t j = 0; j < 16; ++j) {
         y[j] = float((b[3 + j] & 0xF) - z) * d;
         y[j + 16] = float((b[3 + j] >> 4) - z) * d;
