@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(traits_and_names) {
     BOOST_TEST(q::is_supported(ggml_type::AWQ4));
 #if defined(__AVX512F__)
     BOOST_TEST(std::string(q::awq4::level) == "avx512");
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     BOOST_TEST(std::string(q::awq4::level) == "avx2");
 #elif defined(__aarch64__)
     BOOST_TEST(std::string(q::awq4::level) == "neon");

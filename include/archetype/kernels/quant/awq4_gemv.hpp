@@ -5,16 +5,18 @@
 // gives the exact model's products to float rounding, as a batch through the panels does).
 //
 // Each 32-element block is decoded in registers to its exact float weights,
-// w = float(q - z) * d (|q - z| <= 15 times an F16: no rounding; on x86 computed as
-// fma(float(q), d, -z * d), whose two products and sum are exact too), and multiplied into
-// one float accumulator per (row, token) with FMA: no dequantised copy of the matrix,
-// 19 bytes read per 32 weights. One level per target, chosen by the compiler's macros
-// like every quantised kernel (docs/isa.md):
+// w = float(q - z) * d (|q - z| <= 15 times an F16: no rounding; the ways of computing it
+// below are all exact), and multiplied into one float accumulator per (row, token) with
+// FMA: no dequantised copy of the matrix, 19 bytes read per 32 weights. One level per
+// target, chosen by the compiler's macros like every quantised kernel (docs/isa.md):
 //   avx512           16 lanes: the 16 quant bytes widened to 32-bit lanes (vpmovzxbd),
-//                    low nibbles = elements 0..15, high = 16..31;
-//   avx2, avxvnni    8 lanes (AVX2 + FMA): bytes 0..7 and 8..15 widened, each giving two
-//                    vectors (low and high nibbles); AVX-VNNI has nothing to add to a
-//                    float product, so avxvnni runs this kernel;
+//                    low nibbles = elements 0..15, high = 16..31, used as indices into the
+//                    block's 16 possible weights, made in one vector (the constant row
+//                    level_minus_zero[z] times the scale, vcvtph2ps) and looked up by vpermps;
+//   avx2, avxvnni    8 lanes (AVX2 + FMA + F16C): bytes 0..7 and 8..15 widened, each giving
+//                    two vectors (low and high nibbles), w = fma(float(q), d, -z * d) with d
+//                    and -z * d made in vectors; AVX-VNNI has nothing to add to a float
+//                    product, so avxvnni runs this kernel;
 //   neon, neon_dotprod  4 lanes: nibbles split as bytes, widened to 16 then 32 bits;
 //                    the dot product extension is integer-only, so both levels run it;
 //   generic          scalar, the same per-lane sums in plain float.
@@ -30,12 +32,12 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 
-#if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 #if defined(__AVX512F__)
 #define ARCHETYPE_AWQ4_LEVEL "avx512"
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define ARCHETYPE_AWQ4_LEVEL "avx2"
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -53,20 +55,10 @@ inline constexpr const char* level = ARCHETYPE_AWQ4_LEVEL;
 
 namespace detail {
 
-/// A block's F16 scale as a float (F16C's conversion where the target has it).
-inline float scale(const std::uint8_t* b) noexcept {
-#if defined(__F16C__)
-    return _cvtsh_ss(load_u16(b));
-#else
-    return load_f16(b);
-#endif
-}
-
 /// How far ahead of the rows being read the L2 prefetch cursor runs (prefetches never fault:
 /// past the end of the matrix they are dropped).
 inline constexpr std::uintptr_t prefetch_ahead = 32 * 1024;
 
-#if defined(__AVX512F__)
 /// Row z: the values q - z for q = 0..15 (a block's weights before its scale).
 alignas(64) inline constexpr float level_minus_zero[16][16] = {
 #define ARCHETYPE_AWQ4_ROW(z) {0 - z, 1 - z, 2 - z, 3 - z, 4 - z, 5 - z, 6 - z, 7 - z, 8 - z, 9 - z, 10 - z, 11 - z, 12 - z, 13 - z, 14 - z, 15 - z}
@@ -75,6 +67,8 @@ alignas(64) inline constexpr float level_minus_zero[16][16] = {
     ARCHETYPE_AWQ4_ROW(8),  ARCHETYPE_AWQ4_ROW(9),  ARCHETYPE_AWQ4_ROW(10), ARCHETYPE_AWQ4_ROW(11),
     ARCHETYPE_AWQ4_ROW(12), ARCHETYPE_AWQ4_ROW(13), ARCHETYPE_AWQ4_ROW(14), ARCHETYPE_AWQ4_ROW(15)};
 #undef ARCHETYPE_AWQ4_ROW
+
+#if defined(__AVX512F__)
 struct lanes {
     using vec = __m512;
     static constexpr std::size_t per_block = 2; // vectors of 16 per 32-element block
@@ -97,7 +91,7 @@ struct lanes {
     // x offset of vector i of a block
     static constexpr std::size_t offset(std::size_t i) noexcept { return 16 * i; }
 };
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 struct lanes {
     using vec = __m256;
     static constexpr std::size_t per_block = 4;
@@ -112,8 +106,10 @@ struct lanes {
         return _mm_cvtss_f32(s);
     }
     static void decode(const std::uint8_t* b, vec* w) noexcept {
-        const float d = scale(b);
-        const __m256 vd = _mm256_set1_ps(d), nzd = _mm256_set1_ps(-float(b[2] & 15) * d);
+        std::uint16_t h;
+        std::memcpy(&h, b, 2);
+        const __m256 vd = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h))); // exact
+        const __m256 nzd = _mm256_mul_ps(_mm256_broadcast_ss(&level_minus_zero[b[2] & 15][0]), vd); // -z·d, exact
         const __m256i m = _mm256_set1_epi32(15);
         const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 3)));
         const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 11)));
