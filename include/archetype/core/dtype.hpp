@@ -17,6 +17,11 @@ enum class ggml_type : std::uint32_t {
     IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
     IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
     TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
+    // archetype's own block types, at ids far from ggml's (0..42 in 2026): formats that
+    // are repacked at load, never written to a file a user keeps. AWQ4: AutoAWQ's int4
+    // groups (io/hf_awq.hpp), per 32 elements an F16 scale, a 4-bit zero point and 32
+    // nibbles (kernels/quant/blocks.hpp, docs/weights.md).
+    AWQ4 = 200,
 };
 
 struct type_traits {
@@ -70,15 +75,19 @@ constexpr std::array<type_traits, ggml_type_count> make_type_table() {
     return t;
 }
 inline constexpr auto type_table = make_type_table();
+/// The one internal type (id ggml_type::AWQ4, outside the table of ggml's ids).
+inline constexpr type_traits awq4_traits{"AWQ4", 32, 19};
 } // namespace detail
 
 /// Traits of a raw type id as read from a file; nullopt when the id is unknown.
 constexpr std::optional<type_traits> traits_of(std::uint32_t id) noexcept {
+    if (id == static_cast<std::uint32_t>(ggml_type::AWQ4)) return detail::awq4_traits;
     if (id >= detail::ggml_type_count || detail::type_table[id].block_size == 0)
         return std::nullopt;
     return detail::type_table[id];
 }
 constexpr type_traits traits_of(ggml_type t) noexcept {
+    if (t == ggml_type::AWQ4) return detail::awq4_traits;
     return detail::type_table[static_cast<std::size_t>(t)];
 }
 constexpr std::string_view type_name(ggml_type t) noexcept { return traits_of(t).name; }
@@ -86,6 +95,7 @@ constexpr std::string_view type_name(ggml_type t) noexcept { return traits_of(t)
 /// Type from its name ("Q8_0", "f16" ...), case-insensitive; nullopt when unknown.
 constexpr std::optional<ggml_type> type_from_name(std::string_view s) noexcept {
     auto up = [](char c) { return (c >= 'a' && c <= 'z') ? char(c - 'a' + 'A') : c; };
+    if (s.size() == 4 && up(s[0]) == 'A' && up(s[1]) == 'W' && up(s[2]) == 'Q' && s[3] == '4') return ggml_type::AWQ4;
     for (std::size_t i = 0; i < detail::ggml_type_count; ++i) {
         auto n = detail::type_table[i].name;
         if (n.empty() || n.size() != s.size()) continue;

@@ -22,6 +22,11 @@
 // misshaped key, a tensor no family rule names (never dropped silently), a shard outside
 // the directory, a tensor in two shards, a dtype other than F32/F16/BF16, a RoPE scaling
 // the library does not implement: each a format_error naming it.
+//
+// Quantised checkpoints: a quantization_config is read only when it is AutoAWQ's GEMM
+// format (io/hf_awq.hpp) on a dense llama-layout family; each quantised linear becomes an
+// AWQ4 tensor (archetype's own block type), the rest as above. Any other quantization_config
+// is refused by its quant_method / version / bits.
 #include <atomic>
 #include <algorithm>
 #include <cmath>
@@ -48,6 +53,7 @@
 #include "archetype/core/half.hpp"
 #include "archetype/io/gguf.hpp"
 #include "archetype/io/gguf_writer.hpp"
+#include "archetype/io/hf_awq.hpp"
 #include "archetype/io/safetensors.hpp"
 
 namespace archetype::hf {
@@ -536,6 +542,10 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         throw format_error("config.json architecture '" + cls + "' is not one this library converts (known: " + known + ")");
     }
     const std::string a = std::string(fam->gguf_arch) + ".";
+    const auto awq = awq::read_settings(raw); // refuses any other quantization_config by name
+    if (awq && (fam->tensors != family::layout::llama || fam->moe))
+        throw format_error("config.json quantization_config (AWQ) on " + cls +
+                           ": AWQ checkpoints are read for the dense families with Llama-style tensor names only");
     const detail::weights W(dir);
     if (fam->tensors == family::layout::mamba2 || fam->tensors == family::layout::granite_hybrid)
         return detail::write_ssm_gguf(*fam, c, W, cls, dir.filename().string(), out);
@@ -811,6 +821,53 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
         else add_as_is(gname, t);
         return true;
     };
+    // AutoAWQ's quantised linears of layer prefix h (io/hf_awq.hpp) as AWQ4 tensors of blk prefix g;
+    // their biases (and the linears modules_to_not_convert keeps float) go through take() below
+    auto awq_linears = [&](const std::string& h, const std::string& g) {
+        struct linear { const char* hf; const char* gguf; std::uint64_t out, in; std::uint64_t permute_heads; };
+        const linear linears[] = {
+            {"self_attn.q_proj", "attn_q", n_head * hd, n_embd, fam->permute_qk ? n_head : 0},
+            {"self_attn.k_proj", "attn_k", n_head_kv * hd, n_embd, fam->permute_qk ? n_head_kv : 0},
+            {"self_attn.v_proj", "attn_v", n_head_kv * hd, n_embd, 0},
+            {"self_attn.o_proj", "attn_output", n_embd, n_head * hd, 0},
+            {"mlp.gate_proj", "ffn_gate", n_ff, n_embd, 0},
+            {"mlp.up_proj", "ffn_up", n_ff, n_embd, 0},
+            {"mlp.down_proj", "ffn_down", n_embd, n_ff, 0},
+        };
+        for (const auto& l : linears) {
+            const std::string module = h + l.hf;
+            const auto qw = W.by_name.find(module + ".qweight");
+            const bool packed = qw != W.by_name.end(), plain = W.by_name.count(module + ".weight") > 0;
+            if (!awq->quantises(module)) {
+                if (packed)
+                    throw format_error("tensor '" + module + ".qweight': quantization_config.modules_to_not_convert keeps '" +
+                                       module + "' float");
+                continue;
+            }
+            if (plain)
+                throw format_error("tensor '" + module + ".weight' is float, but quantization_config (AWQ) quantises '" +
+                                   module + "' (no entry of modules_to_not_convert names it)");
+            if (!packed) continue; // missing: the model's binder names it
+            awq::linear_tensors t{qw->second, nullptr, nullptr};
+            for (auto [part, ptr] : {std::pair{".qzeros", &t.qzeros}, std::pair{".scales", &t.scales}}) {
+                const auto it = W.by_name.find(module + part);
+                if (it == W.by_name.end()) throw format_error("checkpoint has '" + module + ".qweight' but no '" + module + part + "'");
+                *ptr = it->second;
+                used.insert(module + part);
+            }
+            used.insert(module + ".qweight");
+            const std::uint64_t heads = l.permute_heads, hdh = heads ? l.out / heads / 2 : 0;
+            if (heads && l.out % (2 * heads) != 0)
+                throw format_error("'" + module + "' has " + std::to_string(l.out) + " outputs, not 2 x " + std::to_string(heads) + " heads");
+            auto bytes = awq::repack(module, t, l.out, l.in, *awq, [&](std::uint64_t dst) {
+                if (!heads) return dst; // rows (h, half, i) -> (h, i, half): LlamaModel.permute, as `permuted` below
+                const std::uint64_t hh = dst / (2 * hdh), i = (dst % (2 * hdh)) / 2, half = dst % 2;
+                return hh * 2 * hdh + half * hdh + i;
+            });
+            const auto& kept = owned.emplace_back(std::move(bytes));
+            w.add_tensor(g + l.gguf + ".weight", ggml_type::AWQ4, {l.in, l.out}, std::span<const std::byte>(kept.data(), kept.size()));
+        }
+    };
     const char* suffixes[] = {"weight", "bias"};
     using name_pair = std::pair<const char*, const char*>;
     if (gpt2 || bloom) {
@@ -859,6 +916,7 @@ inline void write_gguf(const std::string& dir_s, const std::string& out) {
                 {"mlp.gate_up_proj", "ffn_up"}, // Phi-3: gate and up fused, gate first (llama.cpp splits it)
                 {"mlp.c_fc", "ffn_up"}, {"mlp.c_proj", "ffn_down"}, // StarCoder2
             };
+            if (awq) awq_linears(h, g);
             for (const auto& [hn, gn] : names)
                 for (const char* s : suffixes) take(h + hn + "." + s, g + gn + "." + s);
             if (fam->moe_kind == kind::deepseek2) {

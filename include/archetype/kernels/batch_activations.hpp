@@ -13,7 +13,8 @@
 //          exact (docs/isa.md, session 22; NEON unmeasured). Its distance to the exact model is llama.cpp's
 //          (mean truncated KL ~1e-3 where exact has ~1e-5).
 // A decode step (fewer tokens) takes the int8 kernels either way; F32, F16 and BF16
-// weights have one path. The mode is a property of the calling thread, set for a
+// weights have one path, and so has AWQ4 (float activations in every mode: AWQ's numerics,
+// quant/awq4_gemv.hpp). The mode is a property of the calling thread, set for a
 // scope (a session sets it around each forward pass from its options): matmul reads
 // it on the thread that calls it, before any work goes to the pool.
 namespace archetype::kernels {

@@ -20,6 +20,9 @@
 //                    row engine (quant/int8/: the same int8 numerics; avx2/ with
 //                    vpmaddubsw on AVX2 + FMA + F16C, neon/ with sdot or smull on
 //                    aarch64), else quant/generic.hpp
+//   AWQ4             (AutoAWQ's int4 groups, repacked at load: io/hf_awq.hpp) float activations
+//                    in every mode (AWQ's W4A16 numerics): n_tok >= min_tokens the panels,
+//                    fewer tokens (or decode_rows_invariant) quant/awq4_gemv.hpp
 //   Q4_0 / Q8_0, layout q4_0_x16 / q8_0_x16 (16-row interleaved,
 //                    quant/interleaved.hpp; made by the decoder loader): the same
 //                    panels, else quant/avx512/engine.hpp's x16 kernels; bitwise the row
@@ -43,6 +46,7 @@
 #include "archetype/kernels/blas.hpp"
 #include "archetype/kernels/decode_rows.hpp"
 #include "archetype/kernels/compiled.hpp"
+#include "archetype/kernels/quant/awq4_gemv.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/generic.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
@@ -159,6 +163,13 @@ ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::si
     detail::check_matmul_weight(W);
     if (W.rows == 0 || n_tok == 0) return;
     const bool invariant = decode_rows_invariant();
+    if (W.type == ggml_type::AWQ4) { // float activations whatever the batch mode (the header's table)
+        if (n_tok >= quant::panels::min_tokens && !invariant)
+            quant::panels::matmul(W.type, W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
+        else
+            quant::awq4::matmul(W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool); // rows batch-invariant
+        return;
+    }
     if (invariant && n_tok > 1 && !detail::batch_rows_invariant(W)) { // row by row (decode_rows.hpp)
         for (std::size_t t = 0; t < n_tok; ++t) matmul(W, x + t * ldx, ldx, 1, y + t * ldy, ldy, pool, sum);
         return;
@@ -213,7 +224,8 @@ ARCHETYPE_KERNEL_ENTRY void matmul_batch(std::span<const matmul_task> tasks, std
     bool fuse = n_tok == 1 && !tasks.empty();
     for (const auto& t : tasks) {
         detail::check_matmul_weight(*t.W);
-        fuse = fuse && t.W->type == tasks[0].W->type && t.W->layout == tasks[0].W->layout;
+        fuse = fuse && t.W->type == tasks[0].W->type && t.W->layout == tasks[0].W->layout &&
+               t.W->type != ggml_type::AWQ4; // its own kernel, one product at a time
     }
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
     // One block type, one width, one x (a decode step's q/k/v or gate/up): the

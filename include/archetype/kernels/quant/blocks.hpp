@@ -42,6 +42,10 @@
 //   TQ1_0       qs[48], qh[4], d: base-3 bytes, trit n of a byte (tq1_trit) is element
 //               32n + l of qs[l] (l < 32), 160 + 16n + l of qs[32 + l] (l < 16, n < 5),
 //               240 + 4n + l of qh[l] (l < 4, n < 4); value = d * (trit - 1)
+//   AWQ4        archetype's own (not ggml's): d (F16), z (a byte: its low 4 bits, 0..15), then Q4_0's
+//               nibbles: value = d * (q - z), exact in float (|q - z| <= 15 times an F16 needs
+//               15 bits). AutoAWQ's groups repacked at load (io/hf_awq.hpp); 19 bytes, so
+//               nothing in it is aligned: fields are read through memcpy as everywhere here
 // The grid types (tables: iq_grids.hpp): 256 = 8 groups ib of 32 = 32 groups of 8; a
 // group's 8 magnitudes are one grid entry (IQ3: two entries of 4), its signs a byte
 // (bit j negates element j; IQ2_XXS / IQ2_XS / IQ3_XXS store 7 bits, ksigns_iq2xs adds
@@ -105,6 +109,11 @@ struct block_iq3_xxs { std::uint16_t d; std::uint8_t qs[96]; };
 struct block_iq3_s { std::uint16_t d; std::uint8_t qs[64]; std::uint8_t qh[8]; std::uint8_t signs[32]; std::uint8_t scales[4]; };
 struct block_iq1_s { std::uint16_t d; std::uint8_t qs[32]; std::uint16_t qh[8]; };
 struct block_iq1_m { std::uint8_t qs[32]; std::uint8_t qh[16]; std::uint8_t scales[8]; };
+#pragma pack(push, 1)
+struct block_awq4 { std::uint16_t d; std::uint8_t z; std::uint8_t qs[16]; };
+#pragma pack(pop)
+static_assert(sizeof(block_awq4) == 19 && offsetof(block_awq4, qs) == 3 &&
+              traits_of(ggml_type::AWQ4).type_size == sizeof(block_awq4));
 
 static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
               sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_q4_K) == 144 &&
@@ -236,6 +245,7 @@ constexpr bool is_supported(ggml_type t) noexcept {
     case ggml_type::MXFP4: case ggml_type::TQ1_0: case ggml_type::TQ2_0: case ggml_type::IQ2_XXS:
     case ggml_type::IQ2_XS: case ggml_type::IQ2_S: case ggml_type::IQ3_XXS: case ggml_type::IQ3_S:
     case ggml_type::IQ1_S: case ggml_type::IQ1_M: case ggml_type::Q1_0: case ggml_type::Q2_0:
+    case ggml_type::AWQ4:
         return true;
     default:
         return false;

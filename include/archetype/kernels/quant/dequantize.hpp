@@ -44,6 +44,15 @@ inline void dq_q4_0(const std::uint8_t* b, float* y) noexcept {
         y[j + 16] = float((b[2 + j] >> 4) - 8) * d;
     }
 }
+/// AWQ4: d * (q - z), exact (no rounding: |q - z| <= 15 times an F16 fits a float).
+inline void dq_awq4(const std::uint8_t* b, float* y) noexcept {
+    const float d = load_f16(b);
+    const int z = b[2] & 15; // the zero point: the low 4 bits of its byte
+    for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = float((b[3 + j] & 0xF) - z) * d;
+        y[j + 16] = float((b[3 + j] >> 4) - z) * d;
+    }
+}
 inline void dq_q4_1(const std::uint8_t* b, float* y) noexcept {
     const float d = load_f16(b), m = load_f16(b + 2);
     for (std::size_t j = 0; j < 16; ++j) {
@@ -254,6 +263,7 @@ inline void dequantize_row(ggml_type type, const void* src, float* dst, std::siz
         case ggml_type::IQ3_S: detail::dq_iq3_s(s, dst); break;
         case ggml_type::IQ1_S: detail::dq_iq1_s(s, dst); break;
         case ggml_type::IQ1_M: detail::dq_iq1_m(s, dst); break;
+        case ggml_type::AWQ4: detail::dq_awq4(s, dst); break;
         default: break; // unreachable: check_row refused it
         }
     }
