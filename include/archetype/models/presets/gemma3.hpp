@@ -13,10 +13,12 @@
 //   PrePostNorm<RMSNorm>              an RMSNorm before and after attention and the FFN
 //                                     (the GGUF converter already stored Gemma's 1 + w)
 //   ScaledEmbedding                   embedding rows times sqrt(n_embd)
+//   LogitSoftCap                      logits c tanh(x / c) when the file gives
+//                                     gemma3.final_logit_softcapping (the 270M file does not)
+//
 //
 // Read from the file, not compiled: the attention scale 1/sqrt(key_length)
-// (query_pre_attn_scalar), the tied output head (no output.weight), the final
-// logit soft-capping when the file gives gemma3.final_logit_softcapping.
+// (query_pre_attn_scalar), the tied output head (no output.weight).
 //
 //   auto model = archetype::load_model<archetype::presets::Gemma3_270M>("gemma-3-270m-q4_k_m.gguf");
 #include <cmath>
@@ -25,20 +27,22 @@
 #include "archetype/io/arch/conventions.hpp"
 #include "archetype/models/decoder.hpp"
 #include "archetype/policies/embedding.hpp"
+#include "archetype/policies/logit_softcap.hpp"
 #include "archetype/policies/norm_sandwich.hpp"
 
 namespace archetype::presets {
 
 template <dim_t Hq = dynamic, dim_t Hkv = dynamic>
 using Gemma3 = Decoder<GQA<Hq, Hkv>, RoPE, Interleave<6, SlidingWindow<512>, Causal>, RollingCache,
-                       SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding>;
+                       SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding, LogitSoftCap>;
 
 /// Gemma 3 270M: 4 query heads share one KV head.
 using Gemma3_270M = Gemma3<4, 1>;
 
 /// `gemma3` files: presets::Gemma3 with the window and the layer pattern from the file.
 using Gemma3FromFile = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache,
-                               SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding>;
+                               SelfAttentionWith<qk_norm::rms>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding,
+                               LogitSoftCap>;
 
 /// What a gemma3 file implies (llama.cpp's llama_model_gemma3::load_arch_hparams): NeoX
 /// pairs; the windowed layers' RoPE base rope.freq_base_swa defaults to 10000; the
