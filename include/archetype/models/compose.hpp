@@ -40,6 +40,8 @@ struct check_composition {
                   "archetype: two block shapes given (SequentialBlock/ParallelResidual/ParallelResidualTwoNorms): keep one");
     static_assert(count_on_axis<axis::logits, Ps...> <= 1,
                   "archetype: two logits policies given (PlainLogits/LogitMultiplier/LogitDivisor/LogitSoftCap): keep one");
+    static_assert(count_on_axis<axis::attn_scale, Ps...> <= 1,
+                  "archetype: two attention-scale rules given (InvSqrtHeadDim/AttentionScaleKey/QueryPreAttnScale): keep one");
     static_assert(count_on_axis<axis::score_cap, Ps...> <= 1,
                   "archetype: two attention-score caps given (NoScoreCap/AttentionSoftCap): keep one");
     static constexpr bool ok = true;

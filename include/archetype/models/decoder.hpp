@@ -12,7 +12,8 @@
 // norm RMSNorm (pre-norm blocks; PrePostNorm<RMSNorm> adds a norm after each
 // sublayer, NormAfterSublayer<RMSNorm> has only that one), block SequentialBlock
 // (ParallelResidual: x + mixer(n(x)) + ffn(n(x))), logits PlainLogits, storage
-// WeightsFromFile, embedding PlainEmbedding, attention-score cap NoScoreCap.
+// WeightsFromFile, embedding PlainEmbedding, attention scale InvSqrtHeadDim,
+// attention-score cap NoScoreCap.
 // Family quirks are policies on these axes that read their own keys (Gemma 2's soft caps:
 // AttentionSoftCap, LogitSoftCap; Granite's multipliers: policies/multipliers.hpp).
 #include <cstddef>
@@ -22,6 +23,7 @@
 #include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/models/compose.hpp"
+#include "archetype/policies/attention_scale.hpp"
 #include "archetype/policies/attention_softcap.hpp"
 #include "archetype/policies/block.hpp"
 #include "archetype/policies/block_single.hpp"
@@ -125,6 +127,8 @@ struct Decoder {
     using block = policy_on_axis_t<axis::block, SequentialBlock, Policies...>;
     /// What is done to the logits (LogitMultiplier: Command-R's logit_scale).
     using logits = policy_on_axis_t<axis::logits, PlainLogits, Policies...>;
+    /// The attention scores' scale (AttentionScaleKey: Granite; QueryPreAttnScale<L>: Gemma 2 / 3).
+    using attn_scale = policy_on_axis_t<axis::attn_scale, InvSqrtHeadDim, Policies...>;
     /// What bounds the attention scores before the softmax (AttentionSoftCap: Gemma 2).
     using score_cap = policy_on_axis_t<axis::score_cap, NoScoreCap, Policies...>;
 
@@ -211,6 +215,7 @@ struct Decoder {
         s += describe_line("norm", norm::describe());
         if constexpr (!std::is_same_v<block, SequentialBlock>) s += describe_line("block", block::describe());
         if constexpr (!std::is_same_v<logits, PlainLogits>) s += describe_line("logits", logits::describe());
+        if constexpr (!std::is_same_v<attn_scale, InvSqrtHeadDim>) s += describe_line("scale", attn_scale::describe());
         if constexpr (!std::is_same_v<score_cap, NoScoreCap>) s += describe_line("scores", score_cap::describe());
         if constexpr (embedding::scaled) s += describe_line("embedding", embedding::describe());
         s += describe_line("weights", storage::describe());

@@ -496,7 +496,7 @@ private:
         hp_.attn.n_head = h.n_head;
         hp_.attn.n_head_kv = h.n_head_kv;
         hp_.attn.head_dim = h.head_dim;
-        hp_.attn.scale = h.attn_scale != 0.f ? h.attn_scale : 1.f / std::sqrt(float(h.head_dim));
+        hp_.attn.scale = attn_scale_impl<typename D::attn_scale>::scale(b); // the scale rule's own keys
         hp_.attn.norm_eps = eps;
         score_cap_impl<typename D::score_cap>::bind(b, score_cap_w_); // the policy's own key
         // the embedding scale is the architecture's, not stored in the file: check the policy agrees

@@ -17,6 +17,8 @@
 //                      the feed-forward into the residual stream (policies/block.hpp)
 //   logits_impl<L>     what is done to the logits, and the keys that say it (policies/logits.hpp,
 //                      policies/logit_softcap.hpp)
+//   attn_scale_impl<S> the attention scores' scale and the keys that say it
+//                      (policies/attention_scale.hpp)
 //   score_cap_impl<C>  what caps the attention scores before the softmax, and its keys
 //                      (policies/attention_softcap.hpp)
 //   mask_impl<M>       a decoder mask's window and windowed layers, checked against
@@ -75,6 +77,12 @@ template <class P>
 struct logits_impl {
     static_assert(detail::no_impl<P>,
                   "archetype: this logits policy has no behaviour: specialise archetype::logits_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a quirk)");
+};
+template <class P>
+struct attn_scale_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this attention-scale policy has no behaviour: specialise archetype::attn_scale_impl<YourPolicy> "
                   "(see docs/README.md, Adding a quirk)");
 };
 template <class P>

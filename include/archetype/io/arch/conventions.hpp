@@ -38,9 +38,6 @@ struct gguf_conventions {
     /// The name of the final norm's tensors (before .weight / .bias): "output_norm", or
     /// "token_embd_norm" where llama.cpp files it so (LLM_TENSOR_OUTPUT_NORM_LFM2).
     const char* output_norm = "output_norm";
-    /// Attention scale from the dimensions; null = 1/sqrt(head_dim). A file's own
-    /// {arch}.attention.scale takes precedence.
-    float (*attn_scale)(std::size_t n_layer, std::size_t n_embd, std::size_t n_head, std::size_t head_dim) = nullptr;
 };
 
 } // namespace archetype::arch

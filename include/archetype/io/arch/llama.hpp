@@ -32,7 +32,8 @@
 //   ({arch}.embedding_scale, residual_scale, logit_scale, final_logit_softcapping,
 //           attn_logit_softcapping: read by their policies, EmbeddingMultiplier,
 //           ResidualMultiplier, LogitDivisor / LogitMultiplier, LogitSoftCap, AttentionSoftCap)
-//   attention scale: {arch}.attention.scale, else the conventions' rule, else 1/sqrt(key_length)
+//   (the attention scale and {arch}.attention.scale: the model's attention-scale policy,
+//           policies/attention_scale.hpp)
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -68,7 +69,6 @@ struct llama_hparams {
     std::size_t n_swa = 0;               // 0 = none
     std::vector<bool> swa_layers;        // per layer, when n_swa > 0
     bool swa_pattern_in_file = false;
-    float attn_scale = 0.f;              // 0 = 1/sqrt(head_dim)
 };
 
 namespace detail {
@@ -216,16 +216,6 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     else
         h.n_vocab = req("vocab_size", std::uint64_t(1) << 31);
 
-    // a finite float key > 0, or its default when absent
-    auto positive = [&](const std::string& key, float dflt) {
-        if (!f.has(key)) return dflt;
-        const float v = f.get<float>(key);
-        if (!std::isfinite(v) || !(v > 0.f))
-            throw format_error(key + " = " + std::to_string(v) + " must be a finite positive number");
-        return v;
-    };
-    if (conv.attn_scale) h.attn_scale = conv.attn_scale(h.n_layer, h.n_embd, h.n_head, h.head_dim);
-    h.attn_scale = positive(a + "attention.scale", h.attn_scale);
     // {arch}.embedding_scale, residual_scale and logit_scale are their policies' keys
     // (policies/multipliers.hpp, policies/logits.hpp): Granite's logit_scale divides,
     // Command-R's multiplies; so are the soft caps (policies/attention_softcap.hpp,
