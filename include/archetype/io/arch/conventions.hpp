@@ -12,9 +12,6 @@ struct gguf_conventions {
     /// RoPE pairs halves (NeoX, Hugging Face layout) rather than adjacent dimensions;
     /// decides a RoPE whose pairing is from_file.
     bool rope_neox = false;
-    /// Base of the windowed layers' RoPE when {arch}.rope.freq_base_swa is absent
-    /// (0: the global base; gemma3: 10000).
-    float rope_swa_base_default = 0.f;
     /// Layer pattern when the file gives a window but no {arch}.attention.sliding_window_pattern:
     /// 0 = every layer windowed, N = layer il windowed iff il % N < N - 1 (gemma3: 6; see
     /// window_global_first).
