@@ -85,6 +85,12 @@ BOOST_AUTO_TEST_CASE(a_quirk_key_is_read_only_where_the_preset_names_its_policy)
     const auto m = load_model<presets::gemma2_architecture>(zoo("gemma2"));
     BOOST_TEST(m.score_cap().cap == 4.f);
     BOOST_TEST(m.logit_policy().cap == 30.f);
+    // the embedding scale has no key: a Decoder<...> without an entry must agree with the preset
+    // registered for the file's architecture
+    using Unscaled = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache,
+                             SelfAttentionWith<qk_norm::none>, GeGLU, PrePostNorm<RMSNorm>, AttentionSoftCap,
+                             LogitSoftCap, QueryPreAttnScale<46>>;
+    refused<shape_error>([&] { (void)load_model<Unscaled>(zoo("gemma2")); }, "use ScaledEmbedding");
 }
 
 BOOST_AUTO_TEST_CASE(multipliers_and_soft_caps_must_be_finite_and_of_the_right_sign) {

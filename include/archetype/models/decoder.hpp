@@ -217,7 +217,7 @@ struct Decoder {
         if constexpr (!std::is_same_v<logits, PlainLogits>) s += describe_line("logits", logits::describe());
         if constexpr (!std::is_same_v<attn_scale, InvSqrtHeadDim>) s += describe_line("scale", attn_scale::describe());
         if constexpr (!std::is_same_v<score_cap, NoScoreCap>) s += describe_line("scores", score_cap::describe());
-        if constexpr (embedding::scaled) s += describe_line("embedding", embedding::describe());
+        if constexpr (!std::is_same_v<embedding, PlainEmbedding>) s += describe_line("embedding", embedding::describe());
         s += describe_line("weights", storage::describe());
         if constexpr (static_heads) {
             s += describe_line("KV cache", std::to_string(kv_bytes_per_token_per_layer(n_head_kv, head_dim)) +

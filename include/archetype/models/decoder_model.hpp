@@ -499,13 +499,7 @@ private:
         hp_.attn.scale = attn_scale_impl<typename D::attn_scale>::scale(b); // the scale rule's own keys
         hp_.attn.norm_eps = eps;
         score_cap_impl<typename D::score_cap>::bind(b, score_cap_w_); // the policy's own key
-        // the embedding scale is the architecture's, not stored in the file: check the policy agrees
-        using Emb = typename D::embedding;
-        if (Emb::scaled != conv.scaled_embedding)
-            throw shape_error(Emb::describe() + " but '" + h.arch + "' files " +
-                              (Emb::scaled ? "use the embedding as stored: use PlainEmbedding"
-                                           : "scale the embedding by sqrt(n_embd): use ScaledEmbedding"));
-        embedding_impl<Emb>::bind(b, emb_w_);
+        embedding_impl<typename D::embedding>::bind(b, emb_w_);
         hp_.rotary = position::rotary;
         position_impl<position>::bind(b, pos_w_);
 
@@ -654,10 +648,39 @@ std::string describe(const decoder_model<D>& m) {
     return m.describe();
 }
 
-/// Loads a decoder model; Model is a Decoder<...> type.
+namespace detail {
+/// Whether the decoder registered for `arch` scales its embedding rows by sqrt(n_embd) (its
+/// preset names ScaledEmbedding: gemma, gemma2, gemma3), or nullopt when no entry has that name.
+template <class... Es>
+std::optional<bool> registered_scaled_embedding(std::string_view arch, architecture_list<Es...>) {
+    std::optional<bool> r;
+    ((!r && std::string_view(Es::gguf_name) == arch
+          ? (r = std::is_same_v<typename Es::model::embedding, ScaledEmbedding>, true)
+          : false),
+     ...);
+    return r;
+}
+/// The embedding scale is the architecture's, not stored in the file: a Decoder<...> loaded
+/// without an entry must agree with the preset registered for the file's architecture.
+template <DecoderType D>
+void check_embedding_scale(const gguf::file& f) {
+    const auto registered = registered_scaled_embedding(f.architecture(), decoder_architectures{});
+    constexpr bool scaled = std::is_same_v<typename D::embedding, ScaledEmbedding>;
+    if (registered && *registered != scaled)
+        throw shape_error(D::embedding::describe() + " but '" + std::string(f.architecture()) + "' files " +
+                          (scaled ? "use the embedding as stored: use PlainEmbedding"
+                                  : "scale the embedding by sqrt(n_embd): use ScaledEmbedding"));
+}
+} // namespace detail
+
+/// Loads a decoder model; Model is a Decoder<...> type. Without conventions in `opt`, the
+/// file's architecture's come from the registry, and its embedding scale must be the
+/// registered preset's (a gemma3 file with PlainEmbedding is a shape_error).
 template <DecoderType Model>
 decoder_model<Model> load_model(const std::string& path, const decoder_options& opt = {}) {
-    return decoder_model<Model>::load(path, opt);
+    auto f = gguf::file::open(path);
+    if (!opt.conventions) detail::check_embedding_scale<Model>(f);
+    return decoder_model<Model>::load(std::move(f), opt);
 }
 
 /// Loads a file as registry entry A's structure with A's conventions

@@ -29,9 +29,6 @@ struct gguf_conventions {
     /// layer_norm_epsilon is absent: llama.cpp's converter files a config's `norm_eps`
     /// there (conversion/base.py), which for ModernBERT is the eps of LayerNorms.
     bool layer_norm_eps_in_rms_key = false;
-    /// The token embedding is multiplied by sqrt(n_embd) (gemma): a Decoder loading such a
-    /// file must say ScaledEmbedding, and one that says it needs such a file.
-    bool scaled_embedding = false;
     /// The name of the final norm's tensors (before .weight / .bias): "output_norm", or
     /// "token_embd_norm" where llama.cpp files it so (LLM_TENSOR_OUTPUT_NORM_LFM2).
     const char* output_norm = "output_norm";

@@ -41,7 +41,7 @@ struct gemma2_architecture {
     static constexpr std::string_view gguf_name = "gemma2";
     using model = Gemma2;
     static constexpr arch::gguf_conventions conventions{
-        .rope_neox = true, .window_period_default = 2, .scaled_embedding = true};
+        .rope_neox = true, .window_period_default = 2};
 };
 
 } // namespace archetype::presets

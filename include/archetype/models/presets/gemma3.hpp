@@ -51,14 +51,12 @@ using Gemma3FromFile = Decoder<GQA<dynamic, dynamic>, WindowedRoPEBase<10000, Ro
                                LogitSoftCap, QueryPreAttnScale<62>>;
 
 /// What a gemma3 file implies (llama.cpp's llama_model_gemma3::load_arch_hparams): NeoX
-/// pairs (the windowed layers' RoPE base is the preset's: WindowedRoPEBase); the layer pattern
-/// to a period of 6; the embedding is scaled.
+/// pairs (the windowed layers' RoPE base is the preset's: WindowedRoPEBase); the layer pattern to a period of 6; the embedding is scaled.
 struct gemma3_architecture {
     static constexpr std::string_view gguf_name = "gemma3";
     using model = Gemma3FromFile;
     static constexpr arch::gguf_conventions conventions{.rope_neox = true,
-                                                        .window_period_default = 6,
-                                                        .scaled_embedding = true};
+                                                        .window_period_default = 6};
 };
 
 /// Dimensions of Gemma 3 270M (gemma-3-270m GGUF metadata).
