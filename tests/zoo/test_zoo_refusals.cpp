@@ -1,8 +1,8 @@
 // What the hooks of gemma2, olmo2 and granite refuse, on copies of their zoo fixtures
 // with one key or tensor changed (written to a temporary file): each refusal is an
 // exception of the documented type whose message names the key, tensor or policy.
-//   - Granite's multipliers belong to architectures that register them
-//     (gguf_conventions::multipliers): the key in another architecture's file is refused;
+//   - Granite's multipliers, the soft caps and the attention-scale key belong to presets that
+//     name their policies: the key in another architecture's file is refused by the key ledger;
 //   - a multiplier or soft cap that is not a finite number of the right sign;
 //   - NormAfterSublayer on a file with pre-norms, a pre-norm decoder on a file without;
 //   - a per-head QK norm on a file whose norm spans the whole projection;
@@ -62,6 +62,35 @@ BOOST_AUTO_TEST_CASE(a_multiplier_is_read_only_where_the_architecture_registers_
     refused<shape_error>([&] { (void)load_model<presets::olmo2_architecture>(f.path); }, "olmo2.residual_scale");
     // and the granite file keeps loading with its own
     BOOST_CHECK_NO_THROW((void)load_model<presets::granite_architecture>(zoo("granite")));
+}
+
+BOOST_AUTO_TEST_CASE(a_quirk_key_is_read_only_where_the_preset_names_its_policy) {
+    // the soft caps and the attention scale in an olmo2 file, whose preset names none of
+    // AttentionSoftCap, LogitSoftCap, AttentionScaleKey: the key ledger refuses each by name
+    for (const char* key : {"olmo2.attn_logit_softcapping", "olmo2.final_logit_softcapping", "olmo2.attention.scale"}) {
+        edited_file f("olmo2", [&](gguf::writer& w, const gguf::file&) { w.set(key, 30.f); });
+        refused<shape_error>([&] { (void)load_model<presets::olmo2_architecture>(f.path); }, key);
+    }
+    // the gemma2 file (both soft caps) with Gemma 2's structure less its soft-cap policies
+    using NoCaps = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache,
+                           SelfAttentionWith<qk_norm::none>, GeGLU, PrePostNorm<RMSNorm>, ScaledEmbedding,
+                           QueryPreAttnScale<46>>;
+    using ScoreCapOnly = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>,
+                                 RollingCache, SelfAttentionWith<qk_norm::none>, GeGLU, PrePostNorm<RMSNorm>,
+                                 ScaledEmbedding, QueryPreAttnScale<46>, AttentionSoftCap>;
+    refused<shape_error>([&] { (void)load_model<NoCaps>(zoo("gemma2")); }, "gemma2.attn_logit_softcapping");
+    refused<shape_error>([&] { (void)load_model<ScoreCapOnly>(zoo("gemma2")); }, "gemma2.final_logit_softcapping");
+    static_assert(!std::is_same_v<presets::Gemma2, NoCaps> && !std::is_same_v<presets::Gemma2, ScoreCapOnly>);
+    // and the preset, which names both, loads and reads them
+    const auto m = load_model<presets::gemma2_architecture>(zoo("gemma2"));
+    BOOST_TEST(m.score_cap().cap == 4.f);
+    BOOST_TEST(m.logit_policy().cap == 30.f);
+    // the embedding scale has no key: a Decoder<...> without an entry must agree with the preset
+    // registered for the file's architecture
+    using Unscaled = Decoder<GQA<dynamic, dynamic>, RoPE, Interleave<dynamic, SlidingWindow<>, Causal>, RollingCache,
+                             SelfAttentionWith<qk_norm::none>, GeGLU, PrePostNorm<RMSNorm>, AttentionSoftCap,
+                             LogitSoftCap, QueryPreAttnScale<46>>;
+    refused<shape_error>([&] { (void)load_model<Unscaled>(zoo("gemma2")); }, "use ScaledEmbedding");
 }
 
 BOOST_AUTO_TEST_CASE(multipliers_and_soft_caps_must_be_finite_and_of_the_right_sign) {

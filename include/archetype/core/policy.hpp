@@ -25,7 +25,9 @@ struct embd_norm {};  ///< NoNormalize, MaxAbsInt16, L1Normalize, L2Normalize, P
 struct storage {};    ///< F32, F16, BF16, Q8_0, ... (weight storage)
 struct embedding {};  ///< PlainEmbedding, ScaledEmbedding (token embedding scale)
 struct block {};      ///< SequentialBlock, ParallelResidual, ParallelResidualTwoNorms (decoder layer shape)
-struct logits {};     ///< PlainLogits, LogitMultiplier (what is done to the logits)
+struct logits {};     ///< PlainLogits, LogitMultiplier, LogitSoftCap (what is done to the logits)
+struct attn_scale {}; ///< InvSqrtHeadDim, AttentionScaleKey, QueryPreAttnScale (the attention scores' scale)
+struct score_cap {};  ///< NoScoreCap, AttentionSoftCap (what caps the attention scores before the softmax)
 } // namespace axis
 
 namespace detail {
@@ -41,7 +43,8 @@ inline constexpr bool is_axis =
     std::is_same_v<A, axis::mixer> || std::is_same_v<A, axis::ffn> ||
     std::is_same_v<A, axis::norm> || std::is_same_v<A, axis::pooling> ||
     std::is_same_v<A, axis::embd_norm> || std::is_same_v<A, axis::storage> ||
-    std::is_same_v<A, axis::embedding> || std::is_same_v<A, axis::block> || std::is_same_v<A, axis::logits>;
+    std::is_same_v<A, axis::embedding> || std::is_same_v<A, axis::block> || std::is_same_v<A, axis::logits> ||
+    std::is_same_v<A, axis::attn_scale> || std::is_same_v<A, axis::score_cap>;
 } // namespace detail
 
 /// The axis a type belongs to, or void when it is not a policy.

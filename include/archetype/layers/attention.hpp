@@ -33,7 +33,6 @@ struct attention_weights {
 struct attention_dims {
     std::size_t n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.f;  // usually 1/sqrt(head_dim)
-    float softcap = 0.f; // scores soft-capped (kernels::attention_params::softcap); 0 = none
     float norm_eps = 1e-5f;
     std::size_t q_width() const noexcept { return n_head * head_dim; }
     std::size_t kv_width() const noexcept { return n_head_kv * head_dim; }

@@ -39,7 +39,11 @@ struct check_composition {
     static_assert(count_on_axis<axis::block, Ps...> <= 1,
                   "archetype: two block shapes given (SequentialBlock/ParallelResidual/ParallelResidualTwoNorms): keep one");
     static_assert(count_on_axis<axis::logits, Ps...> <= 1,
-                  "archetype: two logits policies given (PlainLogits/LogitMultiplier): keep one");
+                  "archetype: two logits policies given (PlainLogits/LogitMultiplier/LogitDivisor/LogitSoftCap): keep one");
+    static_assert(count_on_axis<axis::attn_scale, Ps...> <= 1,
+                  "archetype: two attention-scale rules given (InvSqrtHeadDim/AttentionScaleKey/QueryPreAttnScale): keep one");
+    static_assert(count_on_axis<axis::score_cap, Ps...> <= 1,
+                  "archetype: two attention-score caps given (NoScoreCap/AttentionSoftCap): keep one");
     static constexpr bool ok = true;
 };
 

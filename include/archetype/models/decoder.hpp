@@ -12,7 +12,10 @@
 // norm RMSNorm (pre-norm blocks; PrePostNorm<RMSNorm> adds a norm after each
 // sublayer, NormAfterSublayer<RMSNorm> has only that one), block SequentialBlock
 // (ParallelResidual: x + mixer(n(x)) + ffn(n(x))), logits PlainLogits, storage
-// WeightsFromFile, embedding PlainEmbedding.
+// WeightsFromFile, embedding PlainEmbedding, attention scale InvSqrtHeadDim,
+// attention-score cap NoScoreCap.
+// Family quirks are policies on these axes that read their own keys (Gemma 2's soft caps:
+// AttentionSoftCap, LogitSoftCap; Granite's multipliers: policies/multipliers.hpp).
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -20,6 +23,8 @@
 #include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/models/compose.hpp"
+#include "archetype/policies/attention_scale.hpp"
+#include "archetype/policies/attention_softcap.hpp"
 #include "archetype/policies/block.hpp"
 #include "archetype/policies/block_single.hpp"
 #include "archetype/policies/cache.hpp"
@@ -27,6 +32,7 @@
 #include "archetype/policies/ffn.hpp"
 #include "archetype/policies/ffn_xielu.hpp"
 #include "archetype/policies/heads.hpp"
+#include "archetype/policies/logit_softcap.hpp"
 #include "archetype/policies/logits.hpp"
 #include "archetype/policies/mask.hpp"
 #include "archetype/policies/mixer.hpp"
@@ -121,6 +127,10 @@ struct Decoder {
     using block = policy_on_axis_t<axis::block, SequentialBlock, Policies...>;
     /// What is done to the logits (LogitMultiplier: Command-R's logit_scale).
     using logits = policy_on_axis_t<axis::logits, PlainLogits, Policies...>;
+    /// The attention scores' scale (AttentionScaleKey: Granite; QueryPreAttnScale<L>: Gemma 2 / 3).
+    using attn_scale = policy_on_axis_t<axis::attn_scale, InvSqrtHeadDim, Policies...>;
+    /// What bounds the attention scores before the softmax (AttentionSoftCap: Gemma 2).
+    using score_cap = policy_on_axis_t<axis::score_cap, NoScoreCap, Policies...>;
 
     static_assert(!(detail::block_is_parallel<block> && (sandwich_norms || !pre_norms)),
                   "archetype: a parallel residual block norms the stream once before both sublayers: use a plain "
@@ -205,7 +215,9 @@ struct Decoder {
         s += describe_line("norm", norm::describe());
         if constexpr (!std::is_same_v<block, SequentialBlock>) s += describe_line("block", block::describe());
         if constexpr (!std::is_same_v<logits, PlainLogits>) s += describe_line("logits", logits::describe());
-        if constexpr (embedding::scaled) s += describe_line("embedding", embedding::describe());
+        if constexpr (!std::is_same_v<attn_scale, InvSqrtHeadDim>) s += describe_line("scale", attn_scale::describe());
+        if constexpr (!std::is_same_v<score_cap, NoScoreCap>) s += describe_line("scores", score_cap::describe());
+        if constexpr (!std::is_same_v<embedding, PlainEmbedding>) s += describe_line("embedding", embedding::describe());
         s += describe_line("weights", storage::describe());
         if constexpr (static_heads) {
             s += describe_line("KV cache", std::to_string(kv_bytes_per_token_per_layer(n_head_kv, head_dim)) +

@@ -96,7 +96,6 @@ struct decoder_hparams {
     bool rotary = true;
     layers::rope_params rope;
     layers::rope_params rope_swa; // windowed layers (differs from rope in its base for gemma3)
-    float logit_softcap = 0.f;    // 0 = none; else logits = c * tanh(logits / c)
     std::vector<bool> windowed;  // per layer
     std::size_t window = 0;      // window of the windowed layers
 };
@@ -111,6 +110,7 @@ public:
     using embedding_weights = typename embedding_impl<typename D::embedding>::weights;
 
     using logits_weights = typename logits_impl<typename D::logits>::weights;
+    using score_cap_weights = typename score_cap_impl<typename D::score_cap>::weights;
 
     /// What the block shape keeps per layer (block_impl<D::block>::weights: its norms, and
     /// whatever a user's block adds).
@@ -142,6 +142,8 @@ public:
     const float* output_bias() const noexcept { return output_bias_; }
     /// What the logits policy read (logits_impl<L>::weights).
     const logits_weights& logit_policy() const noexcept { return logits_w_; }
+    /// What the attention-score cap policy read (score_cap_impl<C>::weights).
+    const score_cap_weights& score_cap() const noexcept { return score_cap_w_; }
     /// What the position policy bound from the file (position_impl<P>::weights).
     const position_weights& positions() const noexcept { return pos_w_; }
     /// What the embedding policy read (embedding_impl<E>::weights).
@@ -182,8 +184,11 @@ public:
             s += describe_line("rope (W)", "base " + std::to_string(hp_.rope_swa.freq_base) + " on windowed layers");
         if (hp_.attn.scale != 1.f / std::sqrt(float(d.head_dim)))
             s += describe_line("attn scale", std::to_string(hp_.attn.scale));
-        if (hp_.logit_softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.logit_softcap) + " (final logits)");
-        if (hp_.attn.softcap != 0.f) s += describe_line("softcap", std::to_string(hp_.attn.softcap) + " (attention scores)");
+        // what a quirk policy read from the file, where it says (LogitSoftCap, AttentionSoftCap)
+        if constexpr (requires { logits_impl<typename D::logits>::describe(logits_w_); })
+            s += logits_impl<typename D::logits>::describe(logits_w_);
+        if constexpr (requires { score_cap_impl<typename D::score_cap>::describe(score_cap_w_); })
+            s += score_cap_impl<typename D::score_cap>::describe(score_cap_w_);
         if constexpr (requires { layers_v_[0].attn.q_norm; })
             s += describe_line("qk norm", layers_v_.empty() || !layers_v_[range_.first].attn.q_norm ? "no" : "per-head RMSNorm");
         if (range_.count != d.n_layer) s += describe_line("holds", "layers " + range_.to_string() + " (a pipeline stage)");
@@ -491,17 +496,10 @@ private:
         hp_.attn.n_head = h.n_head;
         hp_.attn.n_head_kv = h.n_head_kv;
         hp_.attn.head_dim = h.head_dim;
-        hp_.attn.scale = h.attn_scale != 0.f ? h.attn_scale : 1.f / std::sqrt(float(h.head_dim));
+        hp_.attn.scale = attn_scale_impl<typename D::attn_scale>::scale(b); // the scale rule's own keys
         hp_.attn.norm_eps = eps;
-        hp_.attn.softcap = h.attn_softcap;
-        hp_.logit_softcap = h.final_logit_softcap;
-        // the embedding scale is the architecture's, not stored in the file: check the policy agrees
-        using Emb = typename D::embedding;
-        if (Emb::scaled != conv.scaled_embedding)
-            throw shape_error(Emb::describe() + " but '" + h.arch + "' files " +
-                              (Emb::scaled ? "use the embedding as stored: use PlainEmbedding"
-                                           : "scale the embedding by sqrt(n_embd): use ScaledEmbedding"));
-        embedding_impl<Emb>::bind(b, emb_w_);
+        score_cap_impl<typename D::score_cap>::bind(b, score_cap_w_); // the policy's own key
+        embedding_impl<typename D::embedding>::bind(b, emb_w_);
         hp_.rotary = position::rotary;
         position_impl<position>::bind(b, pos_w_);
 
@@ -641,6 +639,7 @@ private:
     std::string output_norm_name_ = "output_norm"; // gguf_conventions::output_norm
     const float* output_bias_ = nullptr;
     logits_weights logits_w_{};
+    score_cap_weights score_cap_w_{};
 };
 
 /// The one describe spelling of the three families (decoder, encoder, RWKV).
@@ -649,10 +648,39 @@ std::string describe(const decoder_model<D>& m) {
     return m.describe();
 }
 
-/// Loads a decoder model; Model is a Decoder<...> type.
+namespace detail {
+/// Whether the decoder registered for `arch` scales its embedding rows by sqrt(n_embd) (its
+/// preset names ScaledEmbedding: gemma, gemma2, gemma3), or nullopt when no entry has that name.
+template <class... Es>
+std::optional<bool> registered_scaled_embedding(std::string_view arch, architecture_list<Es...>) {
+    std::optional<bool> r;
+    ((!r && std::string_view(Es::gguf_name) == arch
+          ? (r = std::is_same_v<typename Es::model::embedding, ScaledEmbedding>, true)
+          : false),
+     ...);
+    return r;
+}
+/// The embedding scale is the architecture's, not stored in the file: a Decoder<...> loaded
+/// without an entry must agree with the preset registered for the file's architecture.
+template <DecoderType D>
+void check_embedding_scale(const gguf::file& f) {
+    const auto registered = registered_scaled_embedding(f.architecture(), decoder_architectures{});
+    constexpr bool scaled = std::is_same_v<typename D::embedding, ScaledEmbedding>;
+    if (registered && *registered != scaled)
+        throw shape_error(D::embedding::describe() + " but '" + std::string(f.architecture()) + "' files " +
+                          (scaled ? "use the embedding as stored: use PlainEmbedding"
+                                  : "scale the embedding by sqrt(n_embd): use ScaledEmbedding"));
+}
+} // namespace detail
+
+/// Loads a decoder model; Model is a Decoder<...> type. Without conventions in `opt`, the
+/// file's architecture's come from the registry, and its embedding scale must be the
+/// registered preset's (a gemma3 file with PlainEmbedding is a shape_error).
 template <DecoderType Model>
 decoder_model<Model> load_model(const std::string& path, const decoder_options& opt = {}) {
-    return decoder_model<Model>::load(path, opt);
+    auto f = gguf::file::open(path);
+    if (!opt.conventions) detail::check_embedding_scale<Model>(f);
+    return decoder_model<Model>::load(std::move(f), opt);
 }
 
 /// Loads a file as registry entry A's structure with A's conventions

@@ -1,7 +1,9 @@
 #pragma once
 // Embedding axis: what is done to a token's embedding row before the first
 // layer. Gemma multiplies it by sqrt(n_embd) (its embeddings are tied to the
-// output head, so they are stored at the output's scale).
+// output head, so they are stored at the output's scale): ScaledEmbedding, named by the
+// gemma presets. No key says it: a Decoder<...> loaded without an entry must agree with the
+// preset registered for the file's architecture (load_model, models/decoder_model.hpp).
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -16,7 +18,6 @@ namespace archetype {
 struct PlainEmbedding {
     using axis = archetype::axis::embedding;
     static constexpr std::string_view name = "PlainEmbedding";
-    static constexpr bool scaled = false;
     static std::string describe() { return "PlainEmbedding"; }
 };
 template <>
@@ -31,7 +32,6 @@ struct embedding_impl<PlainEmbedding> {
 struct ScaledEmbedding {
     using axis = archetype::axis::embedding;
     static constexpr std::string_view name = "ScaledEmbedding";
-    static constexpr bool scaled = true;
     static std::string describe() { return "ScaledEmbedding (x sqrt(n_embd))"; }
 };
 template <>
@@ -55,7 +55,6 @@ template <class Norm = LayerNorm>
 struct NormedEmbedding {
     using axis = archetype::axis::embedding;
     static constexpr std::string_view name = "NormedEmbedding";
-    static constexpr bool scaled = false;
     static std::string describe() { return "NormedEmbedding<" + Norm::describe() + "> (token_embd_norm)"; }
 };
 template <class Norm>

@@ -15,7 +15,12 @@
 //   mixer_impl<M>      the attention block's tensors (policies/mixer.hpp)
 //   block_impl<B>      a decoder layer's shape: its norms and how it wires the mixer and
 //                      the feed-forward into the residual stream (policies/block.hpp)
-//   logits_impl<L>     what is done to the logits, and the keys that say it (policies/logits.hpp)
+//   logits_impl<L>     what is done to the logits, and the keys that say it (policies/logits.hpp,
+//                      policies/logit_softcap.hpp)
+//   attn_scale_impl<S> the attention scores' scale and the keys that say it
+//                      (policies/attention_scale.hpp)
+//   score_cap_impl<C>  what caps the attention scores before the softmax, and its keys
+//                      (policies/attention_softcap.hpp)
 //   mask_impl<M>       a decoder mask's window and windowed layers, checked against
 //                      the file (policies/mask.hpp)
 //   cache_impl<C>      where a decoder keeps keys and values, and how a layer
@@ -72,6 +77,18 @@ template <class P>
 struct logits_impl {
     static_assert(detail::no_impl<P>,
                   "archetype: this logits policy has no behaviour: specialise archetype::logits_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a quirk)");
+};
+template <class P>
+struct attn_scale_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this attention-scale policy has no behaviour: specialise archetype::attn_scale_impl<YourPolicy> "
+                  "(see docs/README.md, Adding a quirk)");
+};
+template <class P>
+struct score_cap_impl {
+    static_assert(detail::no_impl<P>,
+                  "archetype: this attention-score cap policy has no behaviour: specialise archetype::score_cap_impl<YourPolicy> "
                   "(see docs/README.md, Adding a quirk)");
 };
 template <class P>

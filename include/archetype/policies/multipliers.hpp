@@ -37,7 +37,6 @@ float positive_key(Binder& b, const char* name) {
 struct EmbeddingMultiplier {
     using axis = archetype::axis::embedding;
     static constexpr std::string_view name = "EmbeddingMultiplier";
-    static constexpr bool scaled = false; // not Gemma's sqrt(n_embd) (gguf_conventions::scaled_embedding)
     static std::string describe() { return "EmbeddingMultiplier (x {arch}.embedding_scale)"; }
 };
 template <>

@@ -9,3 +9,4 @@
 #include "archetype/policies/position/relative_bias.hpp"
 #include "archetype/policies/position/rope.hpp"
 #include "archetype/policies/position/sinusoidal.hpp"
+#include "archetype/policies/position/windowed_rope_base.hpp"

@@ -475,7 +475,7 @@ private:
         p.head_dim = ad.head_dim;
         p.scale = scale != 0.f ? scale : ad.scale;
         p.v_dim = v_dim;
-        p.softcap = ad.softcap;
+        score_cap_impl<typename D::score_cap>::apply(m_->score_cap(), p); // AttentionSoftCap: Gemma 2
         p.sinks = sinks;
         p.q = q_.data() + gr.row * qw;
         p.ldq = qw;
@@ -527,8 +527,6 @@ private:
             layers::detail::add_row_bias(logits, n_vocab(), out_n, m_->output_bias(), n_vocab());
             if constexpr (!logits_impl<typename D::logits>::identity)
                 logits_impl<typename D::logits>::apply(m_->logit_policy(), logits, out_n * n_vocab());
-            if (const float c = hp.logit_softcap; c != 0.f)
-                for (std::size_t i = 0; i < out_n * n_vocab(); ++i) logits[i] = c * std::tanh(logits[i] / c);
         }
     }
 

@@ -12,9 +12,6 @@ struct gguf_conventions {
     /// RoPE pairs halves (NeoX, Hugging Face layout) rather than adjacent dimensions;
     /// decides a RoPE whose pairing is from_file.
     bool rope_neox = false;
-    /// Base of the windowed layers' RoPE when {arch}.rope.freq_base_swa is absent
-    /// (0: the global base; gemma3: 10000).
-    float rope_swa_base_default = 0.f;
     /// Layer pattern when the file gives a window but no {arch}.attention.sliding_window_pattern:
     /// 0 = every layer windowed, N = layer il windowed iff il % N < N - 1 (gemma3: 6; see
     /// window_global_first).
@@ -32,15 +29,9 @@ struct gguf_conventions {
     /// layer_norm_epsilon is absent: llama.cpp's converter files a config's `norm_eps`
     /// there (conversion/base.py), which for ModernBERT is the eps of LayerNorms.
     bool layer_norm_eps_in_rms_key = false;
-    /// The token embedding is multiplied by sqrt(n_embd) (gemma): a Decoder loading such a
-    /// file must say ScaledEmbedding, and one that says it needs such a file.
-    bool scaled_embedding = false;
     /// The name of the final norm's tensors (before .weight / .bias): "output_norm", or
     /// "token_embd_norm" where llama.cpp files it so (LLM_TENSOR_OUTPUT_NORM_LFM2).
     const char* output_norm = "output_norm";
-    /// Attention scale from the dimensions; null = 1/sqrt(head_dim). A file's own
-    /// {arch}.attention.scale takes precedence.
-    float (*attn_scale)(std::size_t n_layer, std::size_t n_embd, std::size_t n_head, std::size_t head_dim) = nullptr;
 };
 
 } // namespace archetype::arch

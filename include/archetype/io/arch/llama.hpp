@@ -29,11 +29,11 @@
 //           layer il windowed iff N == 0 || il % N < N - 1); without the pattern key
 //           the conventions' default period (0: every layer), or a format error when
 //           the conventions require the key (mellum)
-//   {arch}.final_logit_softcapping        default none
-//   {arch}.attn_logit_softcapping         default none (scores c * tanh(s / c), Gemma 2)
-//   ({arch}.embedding_scale, residual_scale, logit_scale: read by their policies,
-//           EmbeddingMultiplier, ResidualMultiplier, LogitDivisor / LogitMultiplier)
-//   attention scale: {arch}.attention.scale, else the conventions' rule, else 1/sqrt(key_length)
+//   ({arch}.embedding_scale, residual_scale, logit_scale, final_logit_softcapping,
+//           attn_logit_softcapping: read by their policies, EmbeddingMultiplier,
+//           ResidualMultiplier, LogitDivisor / LogitMultiplier, LogitSoftCap, AttentionSoftCap)
+//   (the attention scale and {arch}.attention.scale: the model's attention-scale policy,
+//           policies/attention_scale.hpp)
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -69,9 +69,6 @@ struct llama_hparams {
     std::size_t n_swa = 0;               // 0 = none
     std::vector<bool> swa_layers;        // per layer, when n_swa > 0
     bool swa_pattern_in_file = false;
-    float attn_scale = 0.f;              // 0 = 1/sqrt(head_dim)
-    float final_logit_softcap = 0.f;     // 0 = none; else logits = c * tanh(logits / c)
-    float attn_softcap = 0.f;            // 0 = none; else scores = c * tanh(scores / c)
 };
 
 namespace detail {
@@ -219,22 +216,10 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     else
         h.n_vocab = req("vocab_size", std::uint64_t(1) << 31);
 
-    // a finite float key > 0 (>= 0 for a soft cap, where 0 means none), or its default when absent
-    auto positive = [&](const std::string& key, float dflt, bool zero_ok = false) {
-        if (!f.has(key)) return dflt;
-        const float v = f.get<float>(key);
-        if (!std::isfinite(v) || v < 0.f || (v == 0.f && !zero_ok))
-            throw format_error(key + " = " + std::to_string(v) + " must be a finite " +
-                               (zero_ok ? "non-negative" : "positive") + " number");
-        return v;
-    };
-    if (conv.attn_scale) h.attn_scale = conv.attn_scale(h.n_layer, h.n_embd, h.n_head, h.head_dim);
-    h.attn_scale = positive(a + "attention.scale", h.attn_scale);
-    h.final_logit_softcap = positive(a + "final_logit_softcapping", 0.f, true);
-    h.attn_softcap = positive(a + "attn_logit_softcapping", 0.f, true);
     // {arch}.embedding_scale, residual_scale and logit_scale are their policies' keys
     // (policies/multipliers.hpp, policies/logits.hpp): Granite's logit_scale divides,
-    // Command-R's multiplies; a model without the policy leaves the key to the ledger
+    // Command-R's multiplies; so are the soft caps (policies/attention_softcap.hpp,
+    // logit_softcap.hpp); a model without the policy leaves the key to the ledger
     h.n_swa = f.has(a + "attention.sliding_window") ? f.get<std::size_t>(a + "attention.sliding_window") : 0;
     if (h.n_swa > (std::size_t(1) << 30))
         throw format_error(a + "attention.sliding_window = " + std::to_string(h.n_swa) + " is out of range");

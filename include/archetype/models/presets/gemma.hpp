@@ -14,7 +14,7 @@ using Gemma = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, SelfAttent
 struct gemma_architecture {
     static constexpr std::string_view gguf_name = "gemma";
     using model = Gemma;
-    static constexpr arch::gguf_conventions conventions{.rope_neox = true, .scaled_embedding = true};
+    static constexpr arch::gguf_conventions conventions{.rope_neox = true};
 };
 
 } // namespace archetype::presets

@@ -17,7 +17,7 @@ struct granitehybrid_entry {
     static constexpr std::string_view gguf_name = "granitehybrid";
     using model = Decoder<GQA<dynamic, dynamic>, NoPE, Causal, FullCache, RMSNorm,
                           std::conditional_t<Moe, MoE<dynamic, dynamic, SwiGLU, SoftmaxRouter<>, SharedExpertOfLength>, SwiGLU>,
-                          EmbeddingMultiplier, ResidualMultiplier<>, LogitDivisor, HybridMixer<SelfAttention, Mamba2>>;
+                          EmbeddingMultiplier, ResidualMultiplier<>, LogitDivisor, HybridMixer<SelfAttention, Mamba2>, AttentionScaleKey>;
     static constexpr known_unused_key known_unused_keys[] = {{"{arch}.expert_shared_feed_forward_length", "dense: no experts"}};
     static bool accepts(const gguf::file& f) { return (f.get_or<std::uint64_t>("granitehybrid.expert_count", 0) > 0) == Moe &&
                                                       !f.get_or<bool>("granitehybrid.rope.scaling.finetuned", true); }

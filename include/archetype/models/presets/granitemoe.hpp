@@ -8,7 +8,7 @@
 namespace archetype::presets {
 
 using GraniteMoe = Decoder<GQA<dynamic, dynamic>, RoPE, Causal, FullCache, MoE<dynamic, dynamic, SwiGLU>, RMSNorm,
-                          EmbeddingMultiplier, ResidualMultiplier<>, LogitDivisor>;
+                          EmbeddingMultiplier, ResidualMultiplier<>, LogitDivisor, AttentionScaleKey>;
 
 struct granitemoe_architecture {
     static constexpr std::string_view gguf_name = "granitemoe";

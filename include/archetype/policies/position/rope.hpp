@@ -5,8 +5,9 @@
 //
 // Read from the file ({arch} = general.architecture): {arch}.rope.dimension_count,
 // rope.freq_base, rope.scaling.{type,factor,original_context_length,yarn_*},
-// rope.freq_base_swa (the windowed layers' base; its default is the
-// architecture's, gguf_conventions::rope_swa_base_default), and the optional tensor
+// rope.freq_base_swa (the windowed layers' base when the file gives one; an architecture
+// whose windowed layers have a base of their own without the key says it in its preset:
+// WindowedRoPEBase<Base, RoPE>, policies/position/windowed_rope_base.hpp), and the optional tensor
 // rope_freqs.weight (per-pair frequency divisors: Llama-3 scaling, as ggml applies them)
 // and rope_factors_{short,long}.weight (LongRoPE: the session's context picks the set). The pairing of a
 // `from_file` RoPE is the architecture's (gguf_conventions::rope_neox): GGUF
@@ -127,11 +128,11 @@ struct position_impl<RoPEWith<Base, Pairing, ScaleNum, ScaleDen, Yarn>> {
         r.freq_factors = freqs ? freqs : shorts;
         r.freq_factors_long = freqs ? nullptr : longs;
         hp.rope_swa = r;
-        // the windowed layers' own base, when the architecture has one (gemma3); llama.cpp's
-        // override (cparams.rope_freq_base) leaves it alone
-        const float swa_default = b.conventions().rope_swa_base_default;
-        if (b.file().has(b.prefix() + "rope.freq_base_swa") || swa_default > 0.f) {
-            hp.rope_swa.freq_base = b.file().template get_or<float>(b.prefix() + "rope.freq_base_swa", swa_default);
+        // the windowed layers' own base, when the file gives one (olmo2, modern-bert; gemma3's
+        // default is its preset's, WindowedRoPEBase); llama.cpp's override
+        // (cparams.rope_freq_base) leaves it alone
+        if (b.file().has(b.prefix() + "rope.freq_base_swa")) {
+            hp.rope_swa.freq_base = b.file().template get<float>(b.prefix() + "rope.freq_base_swa");
             if (!(hp.rope_swa.freq_base > 0.f) || !std::isfinite(hp.rope_swa.freq_base))
                 throw format_error(b.prefix() + "rope.freq_base_swa = " + std::to_string(hp.rope_swa.freq_base) +
                                    " must be positive");
