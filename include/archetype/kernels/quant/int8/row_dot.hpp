@@ -38,11 +38,61 @@
 
 namespace archetype::quant::int8 {
 
+/// Whether engine E has a GEMM tile for T (avx2/tile.hpp: E::tiles<T>): then a single
+/// token's row dot takes the tile's steps, dot_rows_block_totals.
+template <class E, ggml_type T>
+inline constexpr bool sums_blocks = [] {
+    if constexpr (requires { E::template tiles<T>; }) return bool(E::template tiles<T>);
+    else return false;
+}();
+
+/// dot_rows for a 32-element format that E tiles: each block's integer lanes summed to
+/// one exact integer per row first (E::block_totals, four rows at once), the zero point
+/// folded in as an integer, then per block and row
+///     acc = fma(float(total), dw * dx, acc);   acc = fma(min, s, acc)   (min formats)
+/// the tile's steps for each of its output lanes, so that a batch on the tile gives every
+/// token bitwise what this gives it alone.
+template <class E, ggml_type T, int R>
+inline void dot_rows_block_totals(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a,
+                                  float* y, const std::uint8_t* pf) noexcept {
+    static_assert(R >= 1 && R <= 4);
+    constexpr auto tr = traits_of(T);
+    using F = typename E::template fmt<T>;
+    using ilanes = decltype(F::idot(w, E::load_x(a.q)));
+    float acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+    for (std::size_t b = 0; b < nb; ++b) {
+        E::template prefetch_step<R * tr.type_size>(pf);
+        const auto x = E::load_x(a.q + 32 * b);
+        ilanes d[4];
+        for (int r = 0; r < R; ++r) d[r] = F::idot(w + std::size_t(r) * row_bytes + b * tr.type_size, x);
+        for (int r = R; r < 4; ++r) d[r] = d[0];
+        std::int32_t total[4];
+        E::block_totals(d, total);
+        const float dx = a.d[b];
+        for (int r = 0; r < R; ++r) {
+            const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
+            float dw;
+            if constexpr (T == ggml_type::MXFP4) dw = e8m0_to_fp32_half(blk[0]);
+            else dw = E::f16(blk);
+            std::int32_t t = total[r];
+            if constexpr (F::zero != 0) t += -F::zero * a.sum32[b];
+            acc[r] = std::fma(float(t), dw * dx, acc[r]);
+            if constexpr (F::min_at >= 0) acc[r] = std::fma(E::f16(blk + F::min_at), a.s[b], acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) y[r] = acc[r];
+}
+
 /// y[i] = row i . a for the R rows of type T at w (row_bytes apart), nb blocks each;
 /// pf: the prefetch cursor (or null), advanced by the bytes each block step consumes.
 template <class E, ggml_type T, int R>
 inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
                      const std::uint8_t* pf) noexcept {
+    if constexpr (sums_blocks<E, T>) {
+        dot_rows_block_totals<E, T, R>(w, row_bytes, nb, a, y, pf);
+        return;
+    }
     constexpr auto tr = traits_of(T);
     typename E::lanes acc[R];
     float extra[R];
