@@ -506,6 +506,38 @@ BOOST_AUTO_TEST_CASE(int8_engine_matches_ggml_numerics) {
 
 #if defined(ARCHETYPE_QUANT_AVX2)
 namespace {
+// E's GEMM tile of type t called directly (acts null: nothing run); false where E has
+// none for t.
+template <class E>
+bool tile_gemm(ggml_type t, const std::uint8_t* w, std::size_t rows, std::size_t cols, const q::int8::act_buffer* acts,
+               std::size_t n_tok, float* y, std::size_t ldy, archetype::thread_pool* pool) {
+    auto run = [&](auto tag) {
+        constexpr ggml_type T = decltype(tag)::value;
+        if constexpr (!q::int8::sums_blocks<E, T>) return false;
+        else {
+            if (acts) E::template gemm<T>(w, rows, cols, *acts, n_tok, y, ldy, pool);
+            return true;
+        }
+    };
+    using G = ggml_type;
+    switch (t) {
+    case G::Q8_0: return run(std::integral_constant<G, G::Q8_0>{});
+    case G::Q4_0: return run(std::integral_constant<G, G::Q4_0>{});
+    case G::Q4_1: return run(std::integral_constant<G, G::Q4_1>{});
+    case G::Q5_0: return run(std::integral_constant<G, G::Q5_0>{});
+    case G::Q5_1: return run(std::integral_constant<G, G::Q5_1>{});
+    case G::IQ4_NL: return run(std::integral_constant<G, G::IQ4_NL>{});
+    case G::MXFP4: return run(std::integral_constant<G, G::MXFP4>{});
+    case G::Q4_K: return run(std::integral_constant<G, G::Q4_K>{});
+    case G::Q5_K: return run(std::integral_constant<G, G::Q5_K>{});
+    case G::Q6_K: return run(std::integral_constant<G, G::Q6_K>{});
+    case G::Q2_K: return run(std::integral_constant<G, G::Q2_K>{});
+    case G::Q3_K: return run(std::integral_constant<G, G::Q3_K>{});
+    case G::IQ4_XS: return run(std::integral_constant<G, G::IQ4_XS>{});
+    default: return false;
+    }
+}
+
 // The GEMM tile of engine E (avx2/tile.hpp) for each format it tiles, called directly:
 // rows that fill no tile (1, 7) and several tiles with a ragged end (8, 17, 65), odd
 // widths, strided x and y, token counts that leave every remainder of the token tile;
@@ -518,18 +550,7 @@ std::vector<float> check_int8_tile(const char* engine_name) {
     std::vector<float> all;
     std::size_t tiled_types = 0;
     for (ggml_type t : all_types) {
-        if (!q::int8::sums_blocks<E, ggml_type::Q8_0>) break;
-        bool tiled = false;
-        switch (t) {
-        case ggml_type::Q8_0: tiled = q::int8::sums_blocks<E, ggml_type::Q8_0>; break;
-        case ggml_type::Q4_0: tiled = q::int8::sums_blocks<E, ggml_type::Q4_0>; break;
-        case ggml_type::Q4_1: tiled = q::int8::sums_blocks<E, ggml_type::Q4_1>; break;
-        case ggml_type::Q5_0: tiled = q::int8::sums_blocks<E, ggml_type::Q5_0>; break;
-        case ggml_type::Q5_1: tiled = q::int8::sums_blocks<E, ggml_type::Q5_1>; break;
-        case ggml_type::IQ4_NL: tiled = q::int8::sums_blocks<E, ggml_type::IQ4_NL>; break;
-        case ggml_type::MXFP4: tiled = q::int8::sums_blocks<E, ggml_type::MXFP4>; break;
-        default: break;
-        }
+        const bool tiled = tile_gemm<E>(t, nullptr, 0, 0, nullptr, 0, nullptr, 0, nullptr);
         if (!tiled) continue;
         ++tiled_types;
         for (std::size_t cols : cols_for(t))
@@ -544,16 +565,7 @@ std::vector<float> check_int8_tile(const char* engine_name) {
             std::vector<float> y(n_tok * ldy, 0.f), y2(n_tok * ldy, 0.f), y3(n_tok * ldy, 0.f), ym(n_tok * ldy, 0.f),
                 ysep(n_tok * ldy, 0.f);
             auto tile = [&](std::vector<float>& out, archetype::thread_pool* pool) {
-                switch (t) {
-                case ggml_type::Q8_0: E::template gemm<ggml_type::Q8_0>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                case ggml_type::Q4_0: E::template gemm<ggml_type::Q4_0>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                case ggml_type::Q4_1: E::template gemm<ggml_type::Q4_1>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                case ggml_type::Q5_0: E::template gemm<ggml_type::Q5_0>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                case ggml_type::Q5_1: E::template gemm<ggml_type::Q5_1>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                case ggml_type::IQ4_NL: E::template gemm<ggml_type::IQ4_NL>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                case ggml_type::MXFP4: E::template gemm<ggml_type::MXFP4>(w.data(), rows, cols, acts, n_tok, out.data(), ldy, pool); break;
-                default: break;
-                }
+                tile_gemm<E>(t, w.data(), rows, cols, &acts, n_tok, out.data(), ldy, pool);
             };
             tile(y, nullptr);
             tile(y2, &p2);
@@ -572,7 +584,7 @@ std::vector<float> check_int8_tile(const char* engine_name) {
             }
         }
     }
-    BOOST_TEST(tiled_types == 7u, engine_name << ": the 32-element formats Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL MXFP4 tiled");
+    BOOST_TEST(tiled_types == 13u, engine_name << ": Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL MXFP4 Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_XS tiled");
     return all;
 }
 } // namespace

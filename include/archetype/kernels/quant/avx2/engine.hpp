@@ -48,6 +48,13 @@ inline __m256i high_bits(const std::uint8_t* p) noexcept {
     return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, bit), _mm256_set1_epi8(0x10));
 }
 
+/// The 4 bytes at p in every 32-bit lane (a k-group of activations, avx2/tile.hpp).
+inline __m256i bcast4(const std::int8_t* p) noexcept {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
 /// The 16-entry table t in both 128-bit lanes, for vpshufb.
 inline __m256i table16(const std::int8_t* t) noexcept {
     return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));

@@ -20,6 +20,7 @@
 // (dot_rows_block_totals), so a token's outputs are bitwise the same whether it runs
 // alone, in a batch, in a tile of any size or on any thread count.
 #include "archetype/kernels/quant/avx2/engine.hpp"
+#include "archetype/kernels/quant/avx2/tile_k.hpp"
 #if defined(ARCHETYPE_QUANT_AVX2)
 
 #include <algorithm>
@@ -36,11 +37,13 @@ namespace archetype::quant::avx2 {
 
 namespace tile {
 
-/// The formats with a tile.
+/// The formats with a tile: the 32-element ones here, the K super-blocks in tile_k.hpp.
 template <ggml_type T>
-inline constexpr bool tiled = T == ggml_type::Q8_0 || T == ggml_type::Q4_0 || T == ggml_type::Q4_1 ||
-                              T == ggml_type::Q5_0 || T == ggml_type::Q5_1 || T == ggml_type::IQ4_NL ||
-                              T == ggml_type::MXFP4;
+inline constexpr bool tiled32 = T == ggml_type::Q8_0 || T == ggml_type::Q4_0 || T == ggml_type::Q4_1 ||
+                                T == ggml_type::Q5_0 || T == ggml_type::Q5_1 || T == ggml_type::IQ4_NL ||
+                                T == ggml_type::MXFP4;
+template <ggml_type T>
+inline constexpr bool tiled = tiled32<T> || k_tiled<T>;
 
 /// Batches of at least this many tokens take the tile (fewer: the row engine, whose
 /// results are bitwise the same; the tile repacks the rows once per call).
@@ -108,12 +111,6 @@ inline void pack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_t
     }
 }
 
-inline __m256i bcast4(const std::int8_t* p) noexcept {
-    std::int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
 /// y[t * ldy + i] for NT tokens (a[0..NT)) x the nr valid rows of a packed group.
 template <class P, ggml_type T, int V, int NT>
 inline void run_tile(const std::uint8_t* pk, std::size_t nb, const int8::act_row* a, float* y, std::size_t ldy,
@@ -138,7 +135,7 @@ inline void run_tile(const std::uint8_t* pk, std::size_t nb, const int8::act_row
                 for (int v = 0; v < V; ++v)
                     w[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + std::size_t(v) * 256 + kg * 32));
                 for (int t = 0; t < NT; ++t) {
-                    const __m256i xb = bcast4(a[t].q + 32 * b + 4 * kg);
+                    const __m256i xb = detail::bcast4(a[t].q + 32 * b + 4 * kg);
                     for (int v = 0; v < V; ++v) total[t][v] = P::dpbusd_acc(total[t][v], w[v], xb);
                 }
             }
@@ -156,7 +153,7 @@ inline void run_tile(const std::uint8_t* pk, std::size_t nb, const int8::act_row
                         aw[v] = F::is_signed ? _mm256_sign_epi8(w[v], w[v]) : w[v];
                     }
                     for (int t = 0; t < NT; ++t) {
-                        const __m256i xb = bcast4(a[t].q + 32 * b + 4 * kg);
+                        const __m256i xb = detail::bcast4(a[t].q + 32 * b + 4 * kg);
                         for (int v = 0; v < V; ++v) {
                             __m256i p;
                             if constexpr (F::is_signed) p = _mm256_maddubs_epi16(aw[v], _mm256_sign_epi8(xb, w[v]));
@@ -217,38 +214,56 @@ inline void run_tail(const std::uint8_t* pk, std::size_t nb, const int8::act_row
 template <class P> inline constexpr int rows8 = P::dpbusd ? 2 : 1;   // V
 template <class P> inline constexpr int tokens = P::dpbusd ? 3 : 4;  // NT
 
-/// y[k * ldy + r] = row r of W (rows x cols of type T, row layout) . token k, for the
-/// n_tok tokens of acts; groups of 8V rows split over the threads.
-template <class P, ggml_type T>
-inline void gemm(const std::uint8_t* W, std::size_t rows, std::size_t cols, const int8::act_buffer& acts,
-                 std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
-    constexpr int V = rows8<P>, NT = tokens<P>;
-    constexpr std::size_t G = 8 * V;
-    using F = fmt<T, P>;
-    constexpr auto tr = traits_of(T);
-    const std::size_t nb = cols / 32, row_bytes = nb * tr.type_size;
+/// The rows of W in groups of G split over the threads; each group packed once by
+/// pack(W, row_bytes, r0, nr, nb, panel), then run(panel, nb, a, y, ldy, nr, n) for
+/// its tokens, NT at a time.
+template <std::size_t G, int NT, class Pack, class Run>
+inline void gemm_groups(const std::uint8_t* W, std::size_t rows, std::size_t nb, std::size_t row_bytes,
+                        std::size_t panel_bytes, const int8::act_buffer& acts, std::size_t n_tok, float* y,
+                        std::size_t ldy, thread_pool* pool, const Pack& pack, const Run& run) {
     const std::size_t groups = (rows + G - 1) / G;
     auto work = [&](std::size_t gb, std::size_t ge) {
         static thread_local std::vector<std::uint8_t> panel;
-        panel.resize(nb * block_bytes<F, V>);
+        panel.resize(panel_bytes);
         int8::act_row a[NT];
         for (std::size_t g = gb; g < ge; ++g) {
             const std::size_t r0 = g * G, nr = std::min(G, rows - r0);
-            pack_group<P, T, V>(W, row_bytes, r0, nr, nb, panel.data());
-            std::size_t t = 0;
-            for (; t + NT <= n_tok; t += NT) {
-                for (int i = 0; i < NT; ++i) a[i] = acts.row(t + std::size_t(i));
-                run_tile<P, T, V, NT>(panel.data(), nb, a, y + t * ldy + r0, ldy, nr);
-            }
-            if (t < n_tok) {
-                const int n = int(n_tok - t);
+            pack(W, row_bytes, r0, nr, nb, panel.data());
+            for (std::size_t t = 0; t < n_tok; t += NT) {
+                const int n = int(std::min<std::size_t>(NT, n_tok - t));
                 for (int i = 0; i < n; ++i) a[i] = acts.row(t + std::size_t(i));
-                run_tail<P, T, V, NT - 1>(panel.data(), nb, a, y + t * ldy + r0, ldy, nr, n);
+                run(panel.data(), nb, a, y + t * ldy + r0, ldy, nr, n);
             }
         }
     };
     if (pool) pool->parallel_for(groups, work);
     else work(0, groups);
+}
+
+/// y[k * ldy + r] = row r of W (rows x cols of type T, row layout) . token k, for the
+/// n_tok tokens of acts; groups of 8V rows split over the threads.
+template <class P, ggml_type T>
+inline void gemm(const std::uint8_t* W, std::size_t rows, std::size_t cols, const int8::act_buffer& acts,
+                 std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
+    constexpr auto tr = traits_of(T);
+    const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
+    if constexpr (tiled32<T>) {
+        constexpr int V = rows8<P>, NT = tokens<P>;
+        gemm_groups<8 * V, NT>(W, rows, nb, row_bytes, nb * block_bytes<fmt<T, P>, V>, acts, n_tok, y, ldy, pool,
+                               pack_group<P, T, V>, [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a,
+                                                       float* yy, std::size_t l, std::size_t nr, int n) {
+                                   if (n == NT) run_tile<P, T, V, NT>(pk, n_b, a, yy, l, nr);
+                                   else run_tail<P, T, V, NT - 1>(pk, n_b, a, yy, l, nr, n);
+                               });
+    } else {
+        constexpr int V = 1, NT = 4; // both levels: vpmaddwd multiplies by the sub-block scales
+        gemm_groups<8 * V, NT>(W, rows, nb, row_bytes, nb * kblock_bytes<kfmt<T>, V>, acts, n_tok, y, ldy, pool,
+                               kpack_group<T, V>, [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a,
+                                                     float* yy, std::size_t l, std::size_t nr, int n) {
+                                   if (n == NT) run_ktile<T, V, NT>(pk, n_b, a, yy, l, nr);
+                                   else run_ktail<T, V, NT - 1>(pk, n_b, a, yy, l, nr, n);
+                               });
+    }
 }
 
 } // namespace tile
