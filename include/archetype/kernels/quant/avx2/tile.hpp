@@ -75,164 +75,142 @@ struct tile_products {
     }();
 };
 
-/// Bytes of one block of a packed group of 8V rows: V panels of 8 k-groups x 32 bytes,
-/// then V x 8 float scales dw, then (min formats) V x 8 float mins.
-template <class F, int V>
-inline constexpr std::size_t block_bytes = std::size_t(V) * (256 + 32 + (F::min_at >= 0 ? 32 : 0));
+/// Bytes of one block of a packed octet (8 rows): 8 k-groups x 32 bytes of values, the 8
+/// rows' float scales dw, (min formats) their float mins.
+template <class F>
+inline constexpr std::size_t block_bytes = 256 + 32 + (F::min_at >= 0 ? 32 : 0);
 
-/// Packs rows [r0, r0 + nr) (nr <= 8V; the rest of the group zero) of nb blocks each.
-template <class P, ggml_type T, int V>
-inline void pack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_t r0, std::size_t nr,
+/// Packs the octet of rows [r0, r0 + nr) (nr <= 8; the other rows zero), nb blocks each.
+template <class P, ggml_type T>
+inline void pack_octet(const std::uint8_t* W, std::size_t row_bytes, std::size_t r0, std::size_t nr,
                        std::size_t nb, std::uint8_t* pk) noexcept {
     using F = fmt<T, P>;
     constexpr auto tr = traits_of(T);
-    constexpr std::size_t bb = block_bytes<F, V>;
+    constexpr std::size_t bb = block_bytes<F>;
     alignas(32) std::uint8_t vals[32];
     for (std::size_t b = 0; b < nb; ++b) {
         std::uint8_t* pb = pk + b * bb;
-        auto* dw = reinterpret_cast<float*>(pb + V * 256);
-        auto* mn = reinterpret_cast<float*>(pb + V * 256 + V * 32);
-        for (std::size_t r = 0; r < std::size_t(8 * V); ++r) {
-            const std::size_t v = r / 8, lane = r % 8;
+        auto* dw = reinterpret_cast<float*>(pb + 256);
+        auto* mn = reinterpret_cast<float*>(pb + 256 + 32);
+        for (std::size_t r = 0; r < 8; ++r) {
             if (r < nr) {
                 const std::uint8_t* blk = W + (r0 + r) * row_bytes + b * tr.type_size;
                 __m256i u = F::values(blk);
                 if constexpr (tile_products<P, F>::offset) u = _mm256_xor_si256(u, _mm256_set1_epi8(char(0x80)));
                 _mm256_store_si256(reinterpret_cast<__m256i*>(vals), u);
-                dw[8 * v + lane] = block_scale<T>(blk);
-                if constexpr (F::min_at >= 0) mn[8 * v + lane] = block_scale<ggml_type::F16>(blk + F::min_at);
+                dw[r] = block_scale<T>(blk);
+                if constexpr (F::min_at >= 0) mn[r] = block_scale<ggml_type::F16>(blk + F::min_at);
             } else {
                 std::memset(vals, 0, 32);
-                dw[8 * v + lane] = 0.f;
-                if constexpr (F::min_at >= 0) mn[8 * v + lane] = 0.f;
+                dw[r] = 0.f;
+                if constexpr (F::min_at >= 0) mn[r] = 0.f;
             }
-            for (std::size_t kg = 0; kg < 8; ++kg) std::memcpy(pb + v * 256 + kg * 32 + lane * 4, vals + 4 * kg, 4);
+            for (std::size_t kg = 0; kg < 8; ++kg) std::memcpy(pb + kg * 32 + r * 4, vals + 4 * kg, 4);
         }
     }
 }
 
-/// y[t * ldy + i] for NT tokens (a[0..NT)) x the nr valid rows of a packed group.
-template <class P, ggml_type T, int V, int NT>
+/// The stores of a tile: the nr (<= 8) valid lanes of v at out.
+inline void store_rows(float* out, __m256 v, std::size_t nr) noexcept {
+    if (nr >= 8) {
+        _mm256_storeu_ps(out, v);
+    } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, v);
+        std::copy(tmp, tmp + nr, out);
+    }
+}
+
+/// y[t * ldy + i] for NT tokens (a[0..NT)) x the nr valid rows of a packed octet. Per
+/// block the octet's 8 k-group panels stay in registers for the NT tokens.
+template <class P, ggml_type T, int NT>
 inline void run_tile(const std::uint8_t* pk, std::size_t nb, const int8::act_row* a, float* y, std::size_t ldy,
                      std::size_t nr) noexcept {
     using F = fmt<T, P>;
     using TP = tile_products<P, F>;
-    constexpr std::size_t bb = block_bytes<F, V>;
-    __m256 acc[NT][V];
-    for (int t = 0; t < NT; ++t)
-        for (int v = 0; v < V; ++v) acc[t][v] = _mm256_setzero_ps();
+    constexpr std::size_t bb = block_bytes<F>;
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i ones16 = _mm256_set1_epi16(1);
     for (std::size_t b = 0; b < nb; ++b) {
         const std::uint8_t* pb = pk + b * bb;
-        __m256i total[NT][V];
-        if constexpr (P::dpbusd) {
-            for (int t = 0; t < NT; ++t) {
-                const __m256i init = TP::zero ? _mm256_set1_epi32(-TP::zero * a[t].sum32[b]) : _mm256_setzero_si256();
-                for (int v = 0; v < V; ++v) total[t][v] = init;
-            }
-            for (std::size_t kg = 0; kg < 8; ++kg) {
-                __m256i w[V];
-                for (int v = 0; v < V; ++v)
-                    w[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + std::size_t(v) * 256 + kg * 32));
-                for (int t = 0; t < NT; ++t) {
-                    const __m256i xb = detail::bcast4(a[t].q + 32 * b + 4 * kg);
-                    for (int v = 0; v < V; ++v) total[t][v] = P::dpbusd_acc(total[t][v], w[v], xb);
-                }
-            }
-        } else {
-            for (int t = 0; t < NT; ++t)
-                for (int v = 0; v < V; ++v) total[t][v] = _mm256_setzero_si256();
-            for (std::size_t c = 0; c < 8; c += std::size_t(TP::chunk)) {
-                __m256i part[NT][V];
-                for (int t = 0; t < NT; ++t)
-                    for (int v = 0; v < V; ++v) part[t][v] = _mm256_setzero_si256();
-                for (std::size_t kg = c; kg < c + std::size_t(TP::chunk); ++kg) {
-                    __m256i w[V], aw[V];
-                    for (int v = 0; v < V; ++v) {
-                        w[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + std::size_t(v) * 256 + kg * 32));
-                        aw[v] = F::is_signed ? _mm256_sign_epi8(w[v], w[v]) : w[v];
-                    }
-                    for (int t = 0; t < NT; ++t) {
-                        const __m256i xb = detail::bcast4(a[t].q + 32 * b + 4 * kg);
-                        for (int v = 0; v < V; ++v) {
-                            __m256i p;
-                            if constexpr (F::is_signed) p = _mm256_maddubs_epi16(aw[v], _mm256_sign_epi8(xb, w[v]));
-                            else p = _mm256_maddubs_epi16(w[v], xb);
-                            part[t][v] = _mm256_add_epi16(part[t][v], p);
-                        }
-                    }
-                }
-                for (int t = 0; t < NT; ++t)
-                    for (int v = 0; v < V; ++v)
-                        total[t][v] = _mm256_add_epi32(total[t][v], _mm256_madd_epi16(part[t][v], ones16));
-            }
-            if constexpr (TP::zero != 0)
-                for (int t = 0; t < NT; ++t) {
-                    const __m256i z = _mm256_set1_epi32(-TP::zero * a[t].sum32[b]);
-                    for (int v = 0; v < V; ++v) total[t][v] = _mm256_add_epi32(total[t][v], z);
-                }
+        __m256i w[8];
+        for (std::size_t kg = 0; kg < 8; ++kg) {
+            w[kg] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kg * 32));
+            if constexpr (!P::dpbusd && F::is_signed) w[kg] = _mm256_sign_epi8(w[kg], w[kg]); // |v|
         }
-        for (int v = 0; v < V; ++v) {
-            const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + V * 256) + 8 * v);
-            for (int t = 0; t < NT; ++t)
-                acc[t][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t][v]), _mm256_mul_ps(dw, _mm256_set1_ps(a[t].d[b])),
-                                            acc[t][v]);
-            if constexpr (F::min_at >= 0) {
-                const __m256 m = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + V * 256 + V * 32) + 8 * v);
-                for (int t = 0; t < NT; ++t) acc[t][v] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[t].s[b]), acc[t][v]);
+        const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + 256));
+        for (int t = 0; t < NT; ++t) {
+            const std::int8_t* xq = a[t].q + 32 * b;
+            __m256i total;
+            if constexpr (P::dpbusd) {
+                total = TP::zero ? _mm256_set1_epi32(-TP::zero * a[t].sum32[b]) : _mm256_setzero_si256();
+                for (std::size_t kg = 0; kg < 8; ++kg) total = P::dpbusd_acc(total, w[kg], detail::bcast4(xq + 4 * kg));
+            } else {
+                total = _mm256_setzero_si256();
+                for (std::size_t c = 0; c < 8; c += std::size_t(TP::chunk)) {
+                    __m256i part = _mm256_setzero_si256();
+                    for (std::size_t kg = c; kg < c + std::size_t(TP::chunk); ++kg) {
+                        __m256i xb = detail::bcast4(xq + 4 * kg);
+                        if constexpr (F::is_signed) // v . x = |v| . sign(x, v)
+                            xb = _mm256_sign_epi8(xb, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kg * 32)));
+                        part = _mm256_add_epi16(part, _mm256_maddubs_epi16(w[kg], xb));
+                    }
+                    total = _mm256_add_epi32(total, _mm256_madd_epi16(part, ones16));
+                }
+                if constexpr (TP::zero != 0) total = _mm256_add_epi32(total, _mm256_set1_epi32(-TP::zero * a[t].sum32[b]));
             }
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(a[t].d[b])), acc[t]);
+        }
+        if constexpr (F::min_at >= 0) {
+            const __m256 m = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + 256 + 32));
+            for (int t = 0; t < NT; ++t) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[t].s[b]), acc[t]);
         }
     }
-    for (int t = 0; t < NT; ++t)
-        for (int v = 0; v < V; ++v) {
-            const std::size_t lo = std::size_t(v) * 8;
-            if (lo >= nr) continue;
-            float* out = y + std::size_t(t) * ldy + lo;
-            if (nr - lo >= 8) {
-                _mm256_storeu_ps(out, acc[t][v]);
-            } else {
-                alignas(32) float tmp[8];
-                _mm256_store_ps(tmp, acc[t][v]);
-                std::copy(tmp, tmp + (nr - lo), out);
-            }
-        }
+    for (int t = 0; t < NT; ++t) store_rows(y + std::size_t(t) * ldy, acc[t], nr);
 }
 
 /// run_tile for the last n < NT tokens.
-template <class P, ggml_type T, int V, int NT>
+template <class P, ggml_type T, int NT>
 inline void run_tail(const std::uint8_t* pk, std::size_t nb, const int8::act_row* a, float* y, std::size_t ldy,
                      std::size_t nr, int n) noexcept {
     if constexpr (NT > 0) {
-        if (n == NT) run_tile<P, T, V, NT>(pk, nb, a, y, ldy, nr);
-        else run_tail<P, T, V, NT - 1>(pk, nb, a, y, ldy, nr, n);
+        if (n == NT) run_tile<P, T, NT>(pk, nb, a, y, ldy, nr);
+        else run_tail<P, T, NT - 1>(pk, nb, a, y, ldy, nr, n);
     }
 }
 
-/// The tile's shape per level: 16 ymm registers hold NT x V float accumulators, as
-/// many integer sums (and, at avx2, int16 partial sums), V weight panels and the
-/// broadcast activations.
-template <class P> inline constexpr int rows8 = P::dpbusd ? 2 : 1;   // V
-template <class P> inline constexpr int tokens = P::dpbusd ? 3 : 4;  // NT
+/// Octets per group: the rows packed together, each token tile run over all of them while
+/// its activations are in L1.
+inline constexpr std::size_t group_octets = 4;
+/// Tokens per tile.
+inline constexpr int tile_tokens = 4;
 
-/// The rows of W in groups of G split over the threads; each group packed once by
-/// pack(W, row_bytes, r0, nr, nb, panel), then run(panel, nb, a, y, ldy, nr, n) for
-/// its tokens, NT at a time.
-template <std::size_t G, int NT, class Pack, class Run>
+/// The rows of W in groups of group_octets octets split over the threads; each octet packed
+/// once by pack(W, row_bytes, r0, nr, nb, panel) into octet_bytes, then, tile_tokens
+/// tokens at a time, run(panel, nb, a, y, ldy, nr, n) on each octet of the group.
+template <class Pack, class Run>
 inline void gemm_groups(const std::uint8_t* W, std::size_t rows, std::size_t nb, std::size_t row_bytes,
-                        std::size_t panel_bytes, const int8::act_buffer& acts, std::size_t n_tok, float* y,
+                        std::size_t octet_bytes, const int8::act_buffer& acts, std::size_t n_tok, float* y,
                         std::size_t ldy, thread_pool* pool, const Pack& pack, const Run& run) {
+    constexpr std::size_t G = 8 * group_octets;
+    constexpr int NT = tile_tokens;
     const std::size_t groups = (rows + G - 1) / G;
     auto work = [&](std::size_t gb, std::size_t ge) {
         static thread_local std::vector<std::uint8_t> panel;
-        panel.resize(panel_bytes);
+        panel.resize(group_octets * octet_bytes);
         int8::act_row a[NT];
         for (std::size_t g = gb; g < ge; ++g) {
-            const std::size_t r0 = g * G, nr = std::min(G, rows - r0);
-            pack(W, row_bytes, r0, nr, nb, panel.data());
+            const std::size_t r0 = g * G, n_oct = (std::min(G, rows - r0) + 7) / 8;
+            for (std::size_t o = 0; o < n_oct; ++o)
+                pack(W, row_bytes, r0 + 8 * o, std::min<std::size_t>(8, rows - r0 - 8 * o), nb,
+                     panel.data() + o * octet_bytes);
             for (std::size_t t = 0; t < n_tok; t += NT) {
                 const int n = int(std::min<std::size_t>(NT, n_tok - t));
                 for (int i = 0; i < n; ++i) a[i] = acts.row(t + std::size_t(i));
-                run(panel.data(), nb, a, y + t * ldy + r0, ldy, nr, n);
+                for (std::size_t o = 0; o < n_oct; ++o)
+                    run(panel.data() + o * octet_bytes, nb, a, y + t * ldy + r0 + 8 * o, ldy,
+                        std::min<std::size_t>(8, rows - r0 - 8 * o), n);
             }
         }
     };
@@ -241,28 +219,27 @@ inline void gemm_groups(const std::uint8_t* W, std::size_t rows, std::size_t nb,
 }
 
 /// y[k * ldy + r] = row r of W (rows x cols of type T, row layout) . token k, for the
-/// n_tok tokens of acts; groups of 8V rows split over the threads.
+/// n_tok tokens of acts.
 template <class P, ggml_type T>
 inline void gemm(const std::uint8_t* W, std::size_t rows, std::size_t cols, const int8::act_buffer& acts,
                  std::size_t n_tok, float* y, std::size_t ldy, thread_pool* pool) {
     constexpr auto tr = traits_of(T);
+    constexpr int NT = tile_tokens;
     const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
     if constexpr (tiled32<T>) {
-        constexpr int V = rows8<P>, NT = tokens<P>;
-        gemm_groups<8 * V, NT>(W, rows, nb, row_bytes, nb * block_bytes<fmt<T, P>, V>, acts, n_tok, y, ldy, pool,
-                               pack_group<P, T, V>, [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a,
-                                                       float* yy, std::size_t l, std::size_t nr, int n) {
-                                   if (n == NT) run_tile<P, T, V, NT>(pk, n_b, a, yy, l, nr);
-                                   else run_tail<P, T, V, NT - 1>(pk, n_b, a, yy, l, nr, n);
-                               });
-    } else {
-        constexpr int V = 1, NT = 4; // both levels: vpmaddwd multiplies by the sub-block scales
-        gemm_groups<8 * V, NT>(W, rows, nb, row_bytes, nb * kblock_bytes<kfmt<T>, V>, acts, n_tok, y, ldy, pool,
-                               kpack_group<T, V>, [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a,
-                                                     float* yy, std::size_t l, std::size_t nr, int n) {
-                                   if (n == NT) run_ktile<T, V, NT>(pk, n_b, a, yy, l, nr);
-                                   else run_ktail<T, V, NT - 1>(pk, n_b, a, yy, l, nr, n);
-                               });
+        gemm_groups(W, rows, nb, row_bytes, nb * block_bytes<fmt<T, P>>, acts, n_tok, y, ldy, pool, pack_octet<P, T>,
+                    [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a, float* yy, std::size_t l,
+                       std::size_t nr, int n) {
+                        if (n == NT) run_tile<P, T, NT>(pk, n_b, a, yy, l, nr);
+                        else run_tail<P, T, NT - 1>(pk, n_b, a, yy, l, nr, n);
+                    });
+    } else { // both levels: vpmaddwd multiplies by the sub-block scales
+        gemm_groups(W, rows, nb, row_bytes, nb * kblock_bytes<kfmt<T>, 1>, acts, n_tok, y, ldy, pool, kpack_group<T, 1>,
+                    [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a, float* yy, std::size_t l,
+                       std::size_t nr, int n) {
+                        if (n == NT) run_ktile<T, 1, NT>(pk, n_b, a, yy, l, nr);
+                        else run_ktail<T, 1, NT - 1>(pk, n_b, a, yy, l, nr, n);
+                    });
     }
 }
 

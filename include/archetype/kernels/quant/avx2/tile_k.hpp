@@ -199,100 +199,78 @@ inline void kpack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_
     }
 }
 
-/// y[t * ldy + i] for NT tokens x the nr valid rows of a packed group of super-blocks.
+/// y[t * ldy + i] for NT tokens x the nr valid rows of a packed octet of super-blocks
+/// (V = 1). Per sub-block its k-group panels and scales stay in registers for the NT
+/// tokens; each token's integer total and correction are kept per super-block.
 template <ggml_type T, int V, int NT>
 inline void run_ktile(const std::uint8_t* pk, std::size_t nb, const int8::act_row* a, float* y, std::size_t ldy,
                       std::size_t nr) noexcept {
+    static_assert(V == 1);
     using K = kfmt<T>;
     using S = kshape<K>;
-    constexpr std::size_t bb = kblock_bytes<K, V>;
-    __m256 acc[NT][V];
-    for (int t = 0; t < NT; ++t)
-        for (int v = 0; v < V; ++v) acc[t][v] = _mm256_setzero_ps();
+    constexpr std::size_t bb = kblock_bytes<K, V>, kgs = S::kg_per_sub;
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (std::size_t b = 0; b < nb; ++b) {
         const std::uint8_t* pb = pk + b * bb;
-        const std::uint8_t* ps = pb + V * 2048;
-        const std::uint8_t* pc = ps + S::nsub * V * 32;
-        const auto* pd = reinterpret_cast<const float*>(pc + (K::has_corr ? S::nsub / 2 * V * 32 : 0));
-        const float* pm = pd + 8 * V;
-        __m256i total[NT][V];
-        for (int t = 0; t < NT; ++t)
-            for (int v = 0; v < V; ++v) total[t][v] = _mm256_setzero_si256();
+        const std::uint8_t* ps = pb + 2048;
+        const std::uint8_t* pc = ps + S::nsub * 32;
+        const auto* pd = reinterpret_cast<const float*>(pc + (K::has_corr ? S::nsub / 2 * 32 : 0));
+        const float* pm = pd + 8;
+        __m256i total[NT];
+        for (int t = 0; t < NT; ++t) total[t] = _mm256_setzero_si256();
         for (std::size_t k = 0; k < S::nsub; ++k) {
-            __m256i s[V];
-            for (int v = 0; v < V; ++v)
-                s[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ps + (k * V + std::size_t(v)) * 32));
-            for (std::size_t c0 = 0; c0 < S::kg_per_sub; c0 += S::chunk) {
-                __m256i part[NT][V];
-                for (int t = 0; t < NT; ++t)
-                    for (int v = 0; v < V; ++v) part[t][v] = _mm256_setzero_si256();
-                for (std::size_t kg = k * S::kg_per_sub + c0; kg < k * S::kg_per_sub + c0 + S::chunk; ++kg) {
-                    __m256i w[V], aw[V];
-                    for (int v = 0; v < V; ++v) {
-                        w[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + (kg * V + std::size_t(v)) * 32));
-                        aw[v] = K::is_signed ? _mm256_sign_epi8(w[v], w[v]) : w[v];
+            const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ps + k * 32));
+            __m256i w[kgs];
+            for (std::size_t j = 0; j < kgs; ++j) {
+                w[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + (k * kgs + j) * 32));
+                if constexpr (K::is_signed) w[j] = _mm256_sign_epi8(w[j], w[j]); // |v|
+            }
+            for (int t = 0; t < NT; ++t) {
+                const std::int8_t* xq = a[t].q + 256 * b + 4 * k * kgs;
+                for (std::size_t c = 0; c < kgs; c += S::chunk) {
+                    __m256i part = _mm256_setzero_si256();
+                    for (std::size_t j = c; j < c + S::chunk; ++j) {
+                        __m256i xb = detail::bcast4(xq + 4 * j);
+                        if constexpr (K::is_signed) // v . x = |v| . sign(x, v)
+                            xb = _mm256_sign_epi8(xb, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + (k * kgs + j) * 32)));
+                        part = _mm256_add_epi16(part, _mm256_maddubs_epi16(w[j], xb));
                     }
-                    for (int t = 0; t < NT; ++t) {
-                        const __m256i xb = detail::bcast4(a[t].q + 256 * b + 4 * kg);
-                        for (int v = 0; v < V; ++v) {
-                            __m256i p;
-                            if constexpr (K::is_signed) p = _mm256_maddubs_epi16(aw[v], _mm256_sign_epi8(xb, w[v]));
-                            else p = _mm256_maddubs_epi16(w[v], xb);
-                            part[t][v] = _mm256_add_epi16(part[t][v], p);
-                        }
-                    }
+                    total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(part, s));
                 }
-                for (int t = 0; t < NT; ++t)
-                    for (int v = 0; v < V; ++v)
-                        total[t][v] = _mm256_add_epi32(total[t][v], _mm256_madd_epi16(part[t][v], s[v]));
             }
         }
-        __m256i corr[NT][V];
-        if constexpr (K::has_corr) {
-            for (int t = 0; t < NT; ++t)
-                for (int v = 0; v < V; ++v) corr[t][v] = _mm256_setzero_si256();
-            for (std::size_t i = 0; i < S::nsub / 2; ++i)
-                for (int t = 0; t < NT; ++t) {
-                    const std::int32_t* sums = K::sub == 32 ? a[t].sum32 + 8 * b : a[t].sum16 + 16 * b;
+        const __m256 d = _mm256_loadu_ps(pd);
+        for (int t = 0; t < NT; ++t) {
+            __m256i corr = _mm256_setzero_si256();
+            if constexpr (K::has_corr) {
+                const std::int32_t* sums = K::sub == 32 ? a[t].sum32 + 8 * b : a[t].sum16 + 16 * b;
+                for (std::size_t i = 0; i < S::nsub / 2; ++i) {
                     const __m256i pair = _mm256_set1_epi32(int((std::uint32_t(sums[2 * i]) & 0xFFFFu) |
                                                                std::uint32_t(sums[2 * i + 1]) << 16));
-                    for (int v = 0; v < V; ++v) {
-                        const __m256i cv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pc + (i * V + std::size_t(v)) * 32));
-                        corr[t][v] = _mm256_add_epi32(corr[t][v], _mm256_madd_epi16(cv, pair));
-                    }
+                    const __m256i cv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pc + i * 32));
+                    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(cv, pair));
                 }
-            if constexpr (K::fold != 0)
-                for (int t = 0; t < NT; ++t)
-                    for (int v = 0; v < V; ++v)
-                        total[t][v] = _mm256_add_epi32(total[t][v], _mm256_mullo_epi32(corr[t][v], _mm256_set1_epi32(K::fold)));
-        }
-        for (int v = 0; v < V; ++v) {
-            const __m256 d = _mm256_loadu_ps(pd + 8 * v);
-            for (int t = 0; t < NT; ++t)
-                acc[t][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t][v]), _mm256_mul_ps(d, _mm256_set1_ps(a[t].d[b])),
-                                            acc[t][v]);
-            if constexpr (K::min) {
-                const __m256 dmin = _mm256_loadu_ps(pm + 8 * v), sign = _mm256_set1_ps(-0.f);
-                for (int t = 0; t < NT; ++t)
-                    acc[t][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr[t][v]),
-                                                _mm256_xor_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(a[t].d[b])), sign),
-                                                acc[t][v]);
+                if constexpr (K::fold != 0)
+                    total[t] = _mm256_add_epi32(total[t], _mm256_mullo_epi32(corr, _mm256_set1_epi32(K::fold)));
             }
+            const __m256 dx = _mm256_set1_ps(a[t].d[b]);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t]), _mm256_mul_ps(d, dx), acc[t]);
+            if constexpr (K::min)
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr),
+                                         _mm256_xor_ps(_mm256_mul_ps(_mm256_loadu_ps(pm), dx), _mm256_set1_ps(-0.f)), acc[t]);
         }
     }
-    for (int t = 0; t < NT; ++t)
-        for (int v = 0; v < V; ++v) {
-            const std::size_t lo = std::size_t(v) * 8;
-            if (lo >= nr) continue;
-            float* out = y + std::size_t(t) * ldy + lo;
-            if (nr - lo >= 8) {
-                _mm256_storeu_ps(out, acc[t][v]);
-            } else {
-                alignas(32) float tmp[8];
-                _mm256_store_ps(tmp, acc[t][v]);
-                for (std::size_t i = 0; i < nr - lo; ++i) out[i] = tmp[i];
-            }
+    for (int t = 0; t < NT; ++t) {
+        float* out = y + std::size_t(t) * ldy;
+        if (nr >= 8) {
+            _mm256_storeu_ps(out, acc[t]);
+        } else {
+            alignas(32) float tmp[8];
+            _mm256_store_ps(tmp, acc[t]);
+            for (std::size_t i = 0; i < nr; ++i) out[i] = tmp[i];
         }
+    }
 }
 
 template <ggml_type T, int V, int NT>
