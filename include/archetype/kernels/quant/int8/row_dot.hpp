@@ -8,6 +8,10 @@
 //     y     = hsum(acc) + extra
 // the same instructions whatever rows a row is grouped with, so a row's output does
 // not depend on the thread count or on fusing. The integer side is the engine's.
+// Where the engine has a GEMM tile for the type (E::tiles<T>: avx2/tile.hpp, the `avx2`
+// and `avxvnni` levels), the chain is the tile's instead (dot_rows_block_totals): each
+// block summed to one exact integer per row, then one float step per block, so a batch
+// on the tile is bitwise each token alone.
 //
 // An engine E (avx2::engine, neon::engine) has
 //   lanes; zero(); fma(int lanes, float scale, lanes acc); hsum(lanes) -> float

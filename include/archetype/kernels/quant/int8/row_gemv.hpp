@@ -10,6 +10,10 @@
 // An engine (int8/row_dot.hpp) also has
 //   static constexpr std::size_t prefetch_ahead;   // bytes of the L2 prefetch cursor
 //
+// A batch of at least Engine::tile_min_tokens tokens of a type the engine tiles
+// (avx2/tile.hpp) runs on the tile instead, with the same activations and bitwise the
+// same outputs.
+//
 // Work is split by output rows (over all the products of a fused call), and a
 // row's arithmetic does not depend on its neighbours: results are independent of
 // the thread count, of the batch size, and of fusing (tests/quant asserts bitwise).
