@@ -504,6 +504,101 @@ BOOST_AUTO_TEST_CASE(int8_engine_matches_ggml_numerics) {
 }
 #endif
 
+#if defined(ARCHETYPE_QUANT_AVX2)
+namespace {
+// E's GEMM tile of type t called directly (acts null: nothing run); false where E has
+// none for t.
+template <class E>
+bool tile_gemm(ggml_type t, const std::uint8_t* w, std::size_t rows, std::size_t cols, const q::int8::act_buffer* acts,
+               std::size_t n_tok, float* y, std::size_t ldy, archetype::thread_pool* pool) {
+    auto run = [&](auto tag) {
+        constexpr ggml_type T = decltype(tag)::value;
+        if constexpr (!q::int8::sums_blocks<E, T>) return false;
+        else {
+            if (acts) E::template gemm<T>(w, rows, cols, *acts, n_tok, y, ldy, pool);
+            return true;
+        }
+    };
+    using G = ggml_type;
+    switch (t) {
+    case G::Q8_0: return run(std::integral_constant<G, G::Q8_0>{});
+    case G::Q4_0: return run(std::integral_constant<G, G::Q4_0>{});
+    case G::Q4_1: return run(std::integral_constant<G, G::Q4_1>{});
+    case G::Q5_0: return run(std::integral_constant<G, G::Q5_0>{});
+    case G::Q5_1: return run(std::integral_constant<G, G::Q5_1>{});
+    case G::IQ4_NL: return run(std::integral_constant<G, G::IQ4_NL>{});
+    case G::MXFP4: return run(std::integral_constant<G, G::MXFP4>{});
+    case G::Q4_K: return run(std::integral_constant<G, G::Q4_K>{});
+    case G::Q5_K: return run(std::integral_constant<G, G::Q5_K>{});
+    case G::Q6_K: return run(std::integral_constant<G, G::Q6_K>{});
+    case G::Q2_K: return run(std::integral_constant<G, G::Q2_K>{});
+    case G::Q3_K: return run(std::integral_constant<G, G::Q3_K>{});
+    case G::IQ4_XS: return run(std::integral_constant<G, G::IQ4_XS>{});
+    default: return false;
+    }
+}
+
+// The GEMM tile of engine E (avx2/tile.hpp) for each format it tiles, called directly:
+// rows that fill no tile (1, 7) and several tiles with a ragged end (8, 17, 65), odd
+// widths, strided x and y, token counts that leave every remainder of the token tile;
+// ggml's numerics to float rounding, and bitwise each token alone on the row engine (the
+// single-token product kernels::matmul takes for a decode step), on 1, 2 and 3 threads;
+// through int8::matmul a batch takes the tile. Returns every tile output, in order.
+template <class E>
+std::vector<float> check_int8_tile(const char* engine_name) {
+    archetype::thread_pool p2(2), p3(3);
+    std::vector<float> all;
+    std::size_t tiled_types = 0;
+    for (ggml_type t : all_types) {
+        const bool tiled = tile_gemm<E>(t, nullptr, 0, 0, nullptr, 0, nullptr, 0, nullptr);
+        if (!tiled) continue;
+        ++tiled_types;
+        for (std::size_t cols : cols_for(t))
+        for (std::size_t rows : {1, 7, 8, 17, 65})
+        for (std::size_t n_tok : {4, 7, 13}) {
+            BOOST_TEST_CONTEXT(engine_name << " " << name(t) << " " << rows << " x " << cols << ", " << n_tok << " tokens") {
+            const auto w = random_rows(t, rows, cols, unsigned(rows * 11 + cols));
+            const std::size_t ldx = cols + 5, ldy = rows + 3;
+            const auto x = gaussian(n_tok * ldx, unsigned(cols + n_tok), 2.f);
+            q::int8::act_buffer acts(q::int8::act_format_for(t), cols, n_tok);
+            for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x.data() + k * ldx);
+            std::vector<float> y(n_tok * ldy, 0.f), y2(n_tok * ldy, 0.f), y3(n_tok * ldy, 0.f), ym(n_tok * ldy, 0.f),
+                ysep(n_tok * ldy, 0.f);
+            auto tile = [&](std::vector<float>& out, archetype::thread_pool* pool) {
+                tile_gemm<E>(t, w.data(), rows, cols, &acts, n_tok, out.data(), ldy, pool);
+            };
+            tile(y, nullptr);
+            tile(y2, &p2);
+            tile(y3, &p3);
+            const auto refq = ggml_numerics_matmul(t, w, rows, cols, x, ldx, n_tok, ldy);
+            const double e = nmse(y.data(), refq.data(), y.size());
+            BOOST_TEST(e < 1e-12, "nmse vs ggml numerics " << e);
+            BOOST_TEST(bits_equal(y, y2), "1 vs 2 threads");
+            BOOST_TEST(bits_equal(y, y3), "1 vs 3 threads");
+            for (std::size_t k = 0; k < n_tok; ++k)
+                BOOST_TEST(q::int8::matmul<E>(t, w.data(), rows, cols, x.data() + k * ldx, ldx, 1, ysep.data() + k * ldy, ldy, &p2));
+            BOOST_TEST(bits_equal(y, ysep), "tile vs each token alone on the row engine");
+            BOOST_TEST(q::int8::matmul<E>(t, w.data(), rows, cols, x.data(), ldx, n_tok, ym.data(), ldy, &p3));
+            BOOST_TEST(bits_equal(y, ym), "tile vs int8::matmul of the batch");
+            all.insert(all.end(), y.begin(), y.end());
+            }
+        }
+    }
+    BOOST_TEST(tiled_types == 13u, engine_name << ": Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL MXFP4 Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_XS tiled");
+    return all;
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(int8_tile_matches_row_engine) {
+    const auto y = check_int8_tile<q::avx2::engine>("avx2 tile");
+    BOOST_TEST(!y.empty());
+#if defined(ARCHETYPE_QUANT_AVXVNNI)
+    // vpdpbusd on v + 128 and vpmaddubsw on |v|, sign(x, v): the same integers
+    BOOST_TEST(bits_equal(check_int8_tile<q::avxvnni::engine>("avxvnni tile"), y));
+#endif
+}
+#endif
+
 // Activations that int8 quantisation represents exactly (integers, each 32-block
 // with one +-127): the quantised path then has only float rounding left.
 BOOST_AUTO_TEST_CASE(matmul_exact_activations) {

@@ -48,6 +48,13 @@ inline __m256i high_bits(const std::uint8_t* p) noexcept {
     return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, bit), _mm256_set1_epi8(0x10));
 }
 
+/// The 4 bytes at p in every 32-bit lane (a k-group of activations, avx2/tile.hpp).
+inline __m256i bcast4(const std::int8_t* p) noexcept {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
 /// The 16-entry table t in both 128-bit lanes, for vpshufb.
 inline __m256i table16(const std::int8_t* t) noexcept {
     return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
@@ -59,6 +66,7 @@ inline __m256i table16(const std::int8_t* t) noexcept {
 /// has no such instruction: vpmaddubsw sums pairs into int16 (never saturating here,
 /// see above), vpmaddwd by ones the pairs of pairs.
 struct madd_products {
+    static constexpr bool dpbusd = false;
     static __m256i udot(__m256i u, __m256i x) noexcept {
         return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
     }
@@ -66,50 +74,63 @@ struct madd_products {
 
 // The 32-element formats. `zero`: w = d * (u - zero); `min_at` >= 0: w = d * u + m
 // with m the fp16 at that byte (then the activations' s carries the min's term).
+// values(block): the 32 weights as the integer products take them, in element order:
+// unsigned u (is_signed false) or the signed values v themselves (is_signed true: then
+// v . x = |v| . sign(x, v), |v| <= 128, so a vpmaddubsw pair stays below 2^15).
+// max_value: the largest |u| or |v| (how many vpmaddubsw results an int16 lane may sum,
+// avx2/tile.hpp). idot(block, x): the block's products, eight int32 lanes.
 template <ggml_type T, class P> struct fmt;
-template <class P> struct fmt<ggml_type::Q8_0, P> {
-    static constexpr int zero = 0, min_at = -1;
-    // w . x = |w| . sign(x, w): unsigned times signed
+template <ggml_type T, class P> struct fmt_products {
     static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        const __m256i w = detail::load32(b + 2);
-        return P::udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+        using F = fmt<T, P>;
+        const __m256i v = F::values(b);
+        if constexpr (F::is_signed) return P::udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
+        else return P::udot(v, x);
     }
 };
-template <class P> struct fmt<ggml_type::Q4_0, P> {
-    static constexpr int zero = 8, min_at = -1;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return P::udot(detail::nibbles(b + 2), x); }
+template <class P> struct fmt<ggml_type::Q8_0, P> : fmt_products<ggml_type::Q8_0, P> {
+    static constexpr int zero = 0, min_at = -1, max_value = 128;
+    static constexpr bool is_signed = true;
+    static __m256i values(const std::uint8_t* b) noexcept { return detail::load32(b + 2); }
 };
-template <class P> struct fmt<ggml_type::Q4_1, P> {
-    static constexpr int zero = 0, min_at = 2;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept { return P::udot(detail::nibbles(b + 4), x); }
+template <class P> struct fmt<ggml_type::Q4_0, P> : fmt_products<ggml_type::Q4_0, P> {
+    static constexpr int zero = 8, min_at = -1, max_value = 15;
+    static constexpr bool is_signed = false;
+    static __m256i values(const std::uint8_t* b) noexcept { return detail::nibbles(b + 2); }
 };
-template <class P> struct fmt<ggml_type::Q5_0, P> {
-    static constexpr int zero = 16, min_at = -1;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        return P::udot(_mm256_or_si256(detail::nibbles(b + 6), detail::high_bits(b + 2)), x);
+template <class P> struct fmt<ggml_type::Q4_1, P> : fmt_products<ggml_type::Q4_1, P> {
+    static constexpr int zero = 0, min_at = 2, max_value = 15;
+    static constexpr bool is_signed = false;
+    static __m256i values(const std::uint8_t* b) noexcept { return detail::nibbles(b + 4); }
+};
+template <class P> struct fmt<ggml_type::Q5_0, P> : fmt_products<ggml_type::Q5_0, P> {
+    static constexpr int zero = 16, min_at = -1, max_value = 31;
+    static constexpr bool is_signed = false;
+    static __m256i values(const std::uint8_t* b) noexcept {
+        return _mm256_or_si256(detail::nibbles(b + 6), detail::high_bits(b + 2));
     }
 };
-template <class P> struct fmt<ggml_type::Q5_1, P> {
-    static constexpr int zero = 0, min_at = 2;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        return P::udot(_mm256_or_si256(detail::nibbles(b + 8), detail::high_bits(b + 4)), x);
+template <class P> struct fmt<ggml_type::Q5_1, P> : fmt_products<ggml_type::Q5_1, P> {
+    static constexpr int zero = 0, min_at = 2, max_value = 31;
+    static constexpr bool is_signed = false;
+    static __m256i values(const std::uint8_t* b) noexcept {
+        return _mm256_or_si256(detail::nibbles(b + 8), detail::high_bits(b + 4));
     }
 };
 
-// The non-linear types: the codes' signed values v from the table (vpshufb), then, as
-// Q8_0, v . x = |v| . sign(x, v) (|v| <= 127: a vpmaddubsw pair stays below 2^15).
-template <class P> struct fmt<ggml_type::IQ4_NL, P> {
-    static constexpr int zero = 0, min_at = -1;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        const __m256i v = _mm256_shuffle_epi8(detail::table16(ggml_tables::kvalues_iq4nl), detail::nibbles(b + 2));
-        return P::udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
+// The non-linear types: the codes' signed values v from the table (vpshufb).
+template <class P> struct fmt<ggml_type::IQ4_NL, P> : fmt_products<ggml_type::IQ4_NL, P> {
+    static constexpr int zero = 0, min_at = -1, max_value = 127;
+    static constexpr bool is_signed = true;
+    static __m256i values(const std::uint8_t* b) noexcept {
+        return _mm256_shuffle_epi8(detail::table16(ggml_tables::kvalues_iq4nl), detail::nibbles(b + 2));
     }
 };
-template <class P> struct fmt<ggml_type::MXFP4, P> { // the E8M0 scale: int8/row_dot.hpp
-    static constexpr int zero = 0, min_at = -1;
-    static __m256i idot(const std::uint8_t* b, __m256i x) noexcept {
-        const __m256i v = _mm256_shuffle_epi8(detail::table16(ggml_tables::kvalues_mxfp4), detail::nibbles(b + 1));
-        return P::udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
+template <class P> struct fmt<ggml_type::MXFP4, P> : fmt_products<ggml_type::MXFP4, P> { // the E8M0 scale: int8/row_dot.hpp
+    static constexpr int zero = 0, min_at = -1, max_value = 12;
+    static constexpr bool is_signed = true;
+    static __m256i values(const std::uint8_t* b) noexcept {
+        return _mm256_shuffle_epi8(detail::table16(ggml_tables::kvalues_mxfp4), detail::nibbles(b + 1));
     }
 };
 
@@ -276,7 +297,7 @@ struct basic_engine {
     }
 };
 
-using engine = basic_engine<madd_products>;
+// avx2::engine, the level's engine with its GEMM tile: avx2/tile.hpp.
 
 } // namespace archetype::quant::avx2
 

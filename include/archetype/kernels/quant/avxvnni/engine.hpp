@@ -10,7 +10,7 @@
 // AVX-VNNI is the VEX encoding (Alder Lake, Sapphire Rapids, Zen 5); an AVX-512 VNNI
 // build without it (Zen 4, Ice Lake) takes the EVEX encoding of the same 256-bit
 // instruction, so the engine is also built and tested there.
-#include "archetype/kernels/quant/avx2/engine.hpp"
+#include "archetype/kernels/quant/avx2/tile.hpp"
 
 #if defined(ARCHETYPE_QUANT_AVX2) && (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))
 #define ARCHETYPE_QUANT_AVXVNNI 1
@@ -19,16 +19,20 @@ namespace archetype::quant::avxvnni {
 
 /// Unsigned weights u times signed activations x, summed in fours: 8 int32 lanes.
 struct dpbusd_products {
-    static __m256i udot(__m256i u, __m256i x) noexcept {
+    static constexpr bool dpbusd = true;
+    /// acc + the four-element sums of u . x (the GEMM tile's step, avx2/tile.hpp).
+    static __m256i dpbusd_acc(__m256i acc, __m256i u, __m256i x) noexcept {
 #if defined(__AVXVNNI__)
-        return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, x);
+        return _mm256_dpbusd_avx_epi32(acc, u, x);
 #else
-        return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+        return _mm256_dpbusd_epi32(acc, u, x);
 #endif
     }
+    static __m256i udot(__m256i u, __m256i x) noexcept { return dpbusd_acc(_mm256_setzero_si256(), u, x); }
 };
 
-using engine = avx2::basic_engine<dpbusd_products>;
+/// The row engine and the GEMM tile (avx2/tile.hpp) on these products.
+using engine = avx2::tiled_engine<dpbusd_products>;
 
 } // namespace archetype::quant::avxvnni
 

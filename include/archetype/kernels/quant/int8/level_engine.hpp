@@ -4,7 +4,7 @@
 // AVX-512 VNNI, avx2::engine on AVX2 + FMA + F16C, neon::engine on aarch64).
 // kernels::matmul takes it for a few tokens when the AVX-512 VNNI kernels are not
 // built; tests/quant checks it on every level.
-#include "archetype/kernels/quant/avx2/engine.hpp"
+#include "archetype/kernels/quant/avx2/tile.hpp"
 #include "archetype/kernels/quant/avxvnni/engine.hpp"
 #include "archetype/kernels/quant/int8/row_gemv.hpp"
 #include "archetype/kernels/quant/neon/engine.hpp"

@@ -8,6 +8,10 @@
 //     y     = hsum(acc) + extra
 // the same instructions whatever rows a row is grouped with, so a row's output does
 // not depend on the thread count or on fusing. The integer side is the engine's.
+// Where the engine has a GEMM tile for the type (E::tiles<T>: avx2/tile.hpp, the `avx2`
+// and `avxvnni` levels), the chain is the tile's instead (dot_rows_block_totals): each
+// block summed to one exact integer per row, then one float step per block, so a batch
+// on the tile is bitwise each token alone.
 //
 // An engine E (avx2::engine, neon::engine) has
 //   lanes; zero(); fma(int lanes, float scale, lanes acc); hsum(lanes) -> float
@@ -38,11 +42,158 @@
 
 namespace archetype::quant::int8 {
 
+/// The parts of one K super-block b (type T, at blk) of a row against activations a:
+/// lanes, the integer lanes of sum_k scale_k * (u_k . x_k); corr, the zero point's or
+/// the mins' integer term; dwx = d * dx and cx, corr's factor (dwx for the zero-point
+/// types Q6_K and Q3_K, -dmin * dx for the min types, 0 for IQ4_XS).
+template <class E, ggml_type T>
+struct k_parts {
+    decltype(E::k6_block(nullptr, nullptr)) lanes;
+    std::int32_t corr;
+    float dwx, cx;
+};
+template <class E, ggml_type T>
+inline k_parts<E, T> k_block(const std::uint8_t* blk, const act_row& a, std::size_t b) noexcept {
+    const std::int8_t* x = a.q + 256 * b;
+    const float dx = a.d[b];
+    k_parts<E, T> p;
+    if constexpr (T == ggml_type::Q6_K) {
+        // u = q + 32: the zero's term -32 * sum_k scale_k * sum16_k
+        const auto* sc = reinterpret_cast<const std::int8_t*>(blk + 192);
+        std::int32_t z = 0;
+        for (std::size_t k = 0; k < 16; ++k) z += std::int32_t(sc[k]) * a.sum16[16 * b + k];
+        p.corr = -32 * z;
+        p.dwx = E::f16(blk + 208) * dx;
+        p.cx = p.dwx;
+        p.lanes = E::k6_block(blk, x);
+    } else if constexpr (T == ggml_type::Q2_K) {
+        // w = d * (sc_k & 15) * q - dmin * (sc_k >> 4): the mins' term
+        // -dmin * sum_k (sc_k >> 4) * sum16_k
+        std::int32_t ms = 0;
+        for (std::size_t k = 0; k < 16; ++k) ms += std::int32_t(blk[k] >> 4) * a.sum16[16 * b + k];
+        p.corr = ms;
+        p.dwx = E::f16(blk + 80) * dx;
+        p.cx = -(E::f16(blk + 82) * dx);
+        p.lanes = E::k2_block(blk, x);
+    } else if constexpr (T == ggml_type::Q3_K) {
+        // u = q + 4 (0..7) with the signed scale s_k = sc_k - 32: the zero's term
+        // -4 * sum_k s_k * sum16_k
+        std::uint8_t raw[16];
+        q3_K_scales(blk + 96, raw);
+        std::int8_t sc[16];
+        std::int32_t z = 0;
+        for (std::size_t k = 0; k < 16; ++k) {
+            sc[k] = static_cast<std::int8_t>(int(raw[k]) - 32);
+            z += std::int32_t(sc[k]) * a.sum16[16 * b + k];
+        }
+        p.corr = -4 * z;
+        p.dwx = E::f16(blk + 108) * dx;
+        p.cx = p.dwx;
+        p.lanes = E::k3_block(blk, x, sc);
+    } else if constexpr (T == ggml_type::IQ4_XS) {
+        // signed table values, signed scales ls - 32: nothing to fold out
+        std::int8_t sc[8];
+        for (std::size_t i = 0; i < 8; ++i) sc[i] = static_cast<std::int8_t>(int(iq4_xs_scale(blk, i)) - 32);
+        p.corr = 0;
+        p.dwx = E::f16(blk) * dx;
+        p.cx = 0.f;
+        p.lanes = E::kxs_block(blk, x, sc);
+    } else {
+        // w = d * sc_j * u - dmin * m_j: the mins' term -dmin * sum_j m_j * sum32_j
+        std::uint8_t sc[8], m[8];
+        std::int32_t ms = 0;
+        for (std::size_t j = 0; j < 8; ++j) {
+            scale_min_k4(j, blk + 4, sc[j], m[j]);
+            ms += std::int32_t(m[j]) * a.sum32[8 * b + j];
+        }
+        p.corr = ms;
+        p.dwx = E::f16(blk) * dx;
+        p.cx = -(E::f16(blk + 2) * dx);
+        p.lanes = E::template k45_block<T == ggml_type::Q5_K>(blk, x, sc);
+    }
+    return p;
+}
+
+/// Whether engine E has a GEMM tile for T (avx2/tile.hpp: E::tiles<T>): then a single
+/// token's row dot takes the tile's steps, dot_rows_block_totals.
+template <class E, ggml_type T>
+inline constexpr bool sums_blocks = [] {
+    if constexpr (requires { E::template tiles<T>; }) return bool(E::template tiles<T>);
+    else return false;
+}();
+
+/// dot_rows for a format that E tiles: each block's integer lanes summed to one exact
+/// integer per row first (E::block_totals, four rows at once), then per block and row
+///     32-element formats: total = u . x - zero * sum32 (the zero folded in as an integer)
+///         acc = fma(float(total), dw * dx, acc);   acc = fma(min, s, acc)   (min formats)
+///     K types: total = sum_k scale_k (u_k . x_k) (+ corr for Q6_K / Q3_K, whose zero
+///         point's term has the same factor)
+///         acc = fma(float(total), d * dx, acc);   acc = fma(float(corr), -dmin * dx, acc)
+///                                                 (Q4_K, Q5_K, Q2_K: the mins' term)
+/// the tile's steps for each of its output lanes, so that a batch on the tile gives every
+/// token bitwise what this gives it alone.
+template <ggml_type T>
+inline constexpr bool k_zero_folds = T == ggml_type::Q6_K || T == ggml_type::Q3_K;
+template <ggml_type T>
+inline constexpr bool k_has_min = T == ggml_type::Q4_K || T == ggml_type::Q5_K || T == ggml_type::Q2_K;
+
+template <class E, ggml_type T, int R>
+inline void dot_rows_block_totals(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a,
+                                  float* y, const std::uint8_t* pf) noexcept {
+    static_assert(R >= 1 && R <= 4);
+    constexpr auto tr = traits_of(T);
+    using ilanes = decltype(E::load_x(a.q));
+    float acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+    for (std::size_t b = 0; b < nb; ++b) {
+        E::template prefetch_step<R * tr.type_size>(pf);
+        ilanes d[4];
+        std::int32_t total[4];
+        if constexpr (tr.block_size == 32) {
+            using F = typename E::template fmt<T>;
+            const auto x = E::load_x(a.q + 32 * b);
+            for (int r = 0; r < R; ++r) d[r] = F::idot(w + std::size_t(r) * row_bytes + b * tr.type_size, x);
+            for (int r = R; r < 4; ++r) d[r] = d[0];
+            E::block_totals(d, total);
+            const float dx = a.d[b];
+            for (int r = 0; r < R; ++r) {
+                const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
+                float dw;
+                if constexpr (T == ggml_type::MXFP4) dw = e8m0_to_fp32_half(blk[0]);
+                else dw = E::f16(blk);
+                std::int32_t t = total[r];
+                if constexpr (F::zero != 0) t += -F::zero * a.sum32[b];
+                acc[r] = std::fma(float(t), dw * dx, acc[r]);
+                if constexpr (F::min_at >= 0) acc[r] = std::fma(E::f16(blk + F::min_at), a.s[b], acc[r]);
+            }
+        } else {
+            k_parts<E, T> p[4];
+            for (int r = 0; r < R; ++r) {
+                p[r] = k_block<E, T>(w + std::size_t(r) * row_bytes + b * tr.type_size, a, b);
+                d[r] = p[r].lanes;
+            }
+            for (int r = R; r < 4; ++r) d[r] = d[0];
+            E::block_totals(d, total);
+            for (int r = 0; r < R; ++r) {
+                std::int32_t t = total[r];
+                if constexpr (k_zero_folds<T>) t += p[r].corr;
+                acc[r] = std::fma(float(t), p[r].dwx, acc[r]);
+                if constexpr (k_has_min<T>) acc[r] = std::fma(float(p[r].corr), p[r].cx, acc[r]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r) y[r] = acc[r];
+}
+
 /// y[i] = row i . a for the R rows of type T at w (row_bytes apart), nb blocks each;
 /// pf: the prefetch cursor (or null), advanced by the bytes each block step consumes.
 template <class E, ggml_type T, int R>
 inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t nb, const act_row& a, float* y,
                      const std::uint8_t* pf) noexcept {
+    if constexpr (sums_blocks<E, T>) {
+        dot_rows_block_totals<E, T, R>(w, row_bytes, nb, a, y, pf);
+        return;
+    }
     constexpr auto tr = traits_of(T);
     typename E::lanes acc[R];
     float extra[R];
@@ -81,66 +232,10 @@ inline void dot_rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t n
                 else if constexpr (F::zero != 0) extra[r] = std::fma(dwx, float(-F::zero * a.sum32[b]), extra[r]);
             }
         } else {
-            const std::int8_t* x = a.q + 256 * b;
             for (int r = 0; r < R; ++r) {
-                const std::uint8_t* blk = w + std::size_t(r) * row_bytes + b * tr.type_size;
-                std::int32_t corr;
-                float dwx, cx;
-                if constexpr (T == ggml_type::Q6_K) {
-                    // u = q + 32: the zero's term -32 * sum_k scale_k * sum16_k
-                    const auto* sc = reinterpret_cast<const std::int8_t*>(blk + 192);
-                    std::int32_t z = 0;
-                    for (std::size_t k = 0; k < 16; ++k) z += std::int32_t(sc[k]) * a.sum16[16 * b + k];
-                    corr = -32 * z;
-                    dwx = E::f16(blk + 208) * dx;
-                    cx = dwx;
-                    acc[r] = E::fma(E::k6_block(blk, x), dwx, acc[r]);
-                } else if constexpr (T == ggml_type::Q2_K) {
-                    // w = d * (sc_k & 15) * q - dmin * (sc_k >> 4): the mins' term
-                    // -dmin * sum_k (sc_k >> 4) * sum16_k
-                    std::int32_t ms = 0;
-                    for (std::size_t k = 0; k < 16; ++k) ms += std::int32_t(blk[k] >> 4) * a.sum16[16 * b + k];
-                    corr = ms;
-                    dwx = E::f16(blk + 80) * dx;
-                    cx = -(E::f16(blk + 82) * dx);
-                    acc[r] = E::fma(E::k2_block(blk, x), dwx, acc[r]);
-                } else if constexpr (T == ggml_type::Q3_K) {
-                    // u = q + 4 (0..7) with the signed scale s_k = sc_k - 32: the zero's term
-                    // -4 * sum_k s_k * sum16_k
-                    std::uint8_t raw[16];
-                    q3_K_scales(blk + 96, raw);
-                    std::int8_t sc[16];
-                    std::int32_t z = 0;
-                    for (std::size_t k = 0; k < 16; ++k) {
-                        sc[k] = static_cast<std::int8_t>(int(raw[k]) - 32);
-                        z += std::int32_t(sc[k]) * a.sum16[16 * b + k];
-                    }
-                    corr = -4 * z;
-                    dwx = E::f16(blk + 108) * dx;
-                    cx = dwx;
-                    acc[r] = E::fma(E::k3_block(blk, x, sc), dwx, acc[r]);
-                } else if constexpr (T == ggml_type::IQ4_XS) {
-                    // signed table values, signed scales ls - 32: nothing to fold out
-                    std::int8_t sc[8];
-                    for (std::size_t i = 0; i < 8; ++i) sc[i] = static_cast<std::int8_t>(int(iq4_xs_scale(blk, i)) - 32);
-                    corr = 0;
-                    dwx = E::f16(blk) * dx;
-                    cx = 0.f;
-                    acc[r] = E::fma(E::kxs_block(blk, x, sc), dwx, acc[r]);
-                } else {
-                    // w = d * sc_j * u - dmin * m_j: the mins' term -dmin * sum_j m_j * sum32_j
-                    std::uint8_t sc[8], m[8];
-                    std::int32_t ms = 0;
-                    for (std::size_t j = 0; j < 8; ++j) {
-                        scale_min_k4(j, blk + 4, sc[j], m[j]);
-                        ms += std::int32_t(m[j]) * a.sum32[8 * b + j];
-                    }
-                    corr = ms;
-                    dwx = E::f16(blk) * dx;
-                    cx = -(E::f16(blk + 2) * dx);
-                    acc[r] = E::fma(E::template k45_block<T == ggml_type::Q5_K>(blk, x, sc), dwx, acc[r]);
-                }
-                extra[r] = std::fma(cx, float(corr), extra[r]);
+                const auto p = k_block<E, T>(w + std::size_t(r) * row_bytes + b * tr.type_size, a, b);
+                acc[r] = E::fma(p.lanes, p.dwx, acc[r]);
+                extra[r] = std::fma(p.cx, float(p.corr), extra[r]);
             }
         }
     }

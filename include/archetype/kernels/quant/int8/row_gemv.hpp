@@ -10,6 +10,10 @@
 // An engine (int8/row_dot.hpp) also has
 //   static constexpr std::size_t prefetch_ahead;   // bytes of the L2 prefetch cursor
 //
+// A batch of at least Engine::tile_min_tokens tokens of a type the engine tiles
+// (avx2/tile.hpp) runs on the tile instead, with the same activations and bitwise the
+// same outputs.
+//
 // Work is split by output rows (over all the products of a fused call), and a
 // row's arithmetic does not depend on its neighbours: results are independent of
 // the thread count, of the batch size, and of fusing (tests/quant asserts bitwise).
@@ -80,6 +84,13 @@ inline void run_rows(const gemv_part* parts, std::size_t n_parts, std::size_t ro
 template <class Engine, ggml_type T>
 inline void run(const gemv_part* parts, std::size_t n_parts, std::size_t cols, const act_buffer& acts,
                 std::size_t n_tok, thread_pool* pool) {
+    if constexpr (sums_blocks<Engine, T>) { // a batch on the engine's GEMM tile: bitwise the rows' results
+        if (n_tok >= Engine::tile_min_tokens) {
+            for (std::size_t p = 0; p < n_parts; ++p)
+                Engine::template gemm<T>(parts[p].W, parts[p].rows, cols, acts, n_tok, parts[p].y, parts[p].ldy, pool);
+            return;
+        }
+    }
     constexpr auto tr = traits_of(T);
     const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
     run_rows<Engine>(parts, n_parts, row_bytes, acts, n_tok, pool,
@@ -120,7 +131,11 @@ inline bool gemv_parts(ggml_type type, const gemv_part* parts, std::size_t n_par
                        const float* x, std::size_t ldx, std::size_t n_tok, thread_pool* pool) {
     if (!handles(type)) return false;
     act_buffer acts(act_format_for(type), cols, n_tok);
-    for (std::size_t k = 0; k < n_tok; ++k) acts.quantize(k, x + k * ldx);
+    auto quantize = [&](std::size_t b, std::size_t e) {
+        for (std::size_t k = b; k < e; ++k) acts.quantize(k, x + k * ldx);
+    };
+    if (pool && n_tok > 1) pool->parallel_for(n_tok, quantize); // each token its own slot
+    else quantize(0, n_tok);
     using ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1, ggml_type::Q4_K,
         ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K, ggml_type::Q3_K, ggml_type::IQ4_NL, ggml_type::IQ4_XS,
         ggml_type::MXFP4, ggml_type::Q1_0, ggml_type::Q2_0;
