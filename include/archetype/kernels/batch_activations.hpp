@@ -8,9 +8,10 @@
 //          so a batch gets llama.cpp's numerics and the integer kernels' speed:
 //          on AVX-512 VNNI, `archetype perplexity` over GPL-3 at --ctx 512 runs
 //          2.3-2.9x faster than with exact on Gemma 3 Q4_K_M and SmolLM2 Q4_1
-//          (docs/real-models.md). Below AVX-512 VNNI the int8 kernels are GEMVs (the
-//          row engine, 4 rows per token): at AVX2 a batch runs slower this way than
-//          exact (docs/isa.md, session 22; NEON unmeasured). Its distance to the exact model is llama.cpp's
+//          (docs/real-models.md). At AVX2 and AVX-VNNI a batch runs on the int8 GEMM
+//          tile (quant/avx2/tile.hpp): 1.4-3.6x faster than exact on TinyLlama-shape
+//          Q4_0 / Q8_0 / Q4_K_M (docs/weights.md, session 24); on NEON the int8 kernels
+//          are the row engine's GEMVs (unmeasured). Its distance to the exact model is llama.cpp's
 //          (mean truncated KL ~1e-3 where exact has ~1e-5).
 // A decode step (fewer tokens) takes the int8 kernels either way; F32, F16 and BF16
 // weights have one path, and so has AWQ4 (float activations in every mode: AWQ's numerics,

@@ -1,12 +1,15 @@
 #pragma once
-// The int8 GEMM of the AVX2 and AVX-VNNI levels: a register tile of NT tokens x 8V rows
-// for the batches of the 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// MXFP4), avx512/tile.hpp's shape on 8 lanes. The activations are the row engine's
-// (int8/activations.hpp: quantised once per call, ggml's rounding); the weights of 8V
-// rows are repacked once per call into "k-group major" panels: ymm j of an 8-row panel
-// holds bytes 4j..4j+3 of each row's block values (fmt<T>::values), so the products of
-// one broadcast 4-byte activation group with a panel advance 8 outputs by 4 elements.
-// Each fp32 lane of an accumulator is one output (row, token): no horizontal sums.
+// The int8 GEMM of the AVX2 and AVX-VNNI levels: a register tile of 4 tokens x 8 rows (an
+// octet) for the batches of the 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// MXFP4; the K super-blocks: tile_k.hpp), avx512/tile.hpp's shape on 8 lanes. The
+// activations are the row engine's (int8/activations.hpp: quantised once per call,
+// ggml's rounding); the weights of each octet are repacked once per call into "k-group
+// major" panels: ymm j holds bytes 4j..4j+3 of each row's block values
+// (fmt<T>::values), so the products of one broadcast 4-byte activation group with a
+// panel advance 8 outputs by 4 elements. Each fp32 lane of an accumulator is one output
+// (row, token): no horizontal sums. Per block the octet's 8 panels stay in registers
+// while the tile's tokens pass; groups of 4 octets run each token tile in turn, its
+// activations then in L1, and are split over the threads.
 //
 // The integers: per block and output the exact dot of the 32 weights with the 32 int8
 // activations,
