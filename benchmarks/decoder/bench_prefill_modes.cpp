@@ -1,4 +1,4 @@
-// Prefill of a 512-token prompt (one prefill, 2 threads) on the TinyLlama-1.1B-shape
+// Prefill of a 512-token prompt (one prefill, ARCHETYPE_BENCH_THREADS or 2 threads) on the TinyLlama-1.1B-shape
 // random files of bench_decoder_tiny (Q8_0 / Q4_0, written there or here if absent), in
 // one batch numerics mode (kernels/batch_activations.hpp): `exact` (float activations on
 // the dequantised panels, the default) or `int8` (llama.cpp's activations on the int8
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     const std::vector<std::int32_t> p = prompt(512, m.n_vocab());
     std::vector<float> logits(m.n_vocab());
     for (int i = 0; i <= runs; ++i) {
-        auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = 512, .batch_activations = acts});
+        auto s = session(m, {.n_threads = bench_threads(), .max_sequences = 1, .n_ctx = 512, .batch_activations = acts});
         const auto t0 = clk::now();
         s.prefill(0, p, logits.data(), logits_rows::last);
         const double tps = 512.0 / seconds_since(t0);
