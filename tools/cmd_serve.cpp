@@ -79,7 +79,8 @@ constexpr const char* serve_usage =
     "  --chunk N         prompt tokens per prefill pass, between decode steps (default 256): smaller\n"
     "                    keeps the running streams' inter-token latency down, larger reads prompts faster\n"
     "  --prefill-per-pass N  prompt tokens read per pass, in whole chunks, before the running\n"
-    "                    streams' next decode step (default 2048, llama-server's n_batch; 0: one chunk)\n"
+    "                    streams' next decode step (default 65536: a burst of prompts in one pass;\n"
+    "                    0: one chunk per pass, better when prompts keep arriving)\n"
     "  --chat-template NAME  chatml|gemma|llama3|phi3|mistral instead of the file's template\n"
     "  --alias NAME      the model id of the API (default: the file's name)\n";
 
@@ -87,7 +88,7 @@ struct serve_args {
     std::string model, host = "127.0.0.1", api_key, chat_template, alias;
     int port = 8080;
     std::size_t parallel = 4, ctx = 0, queue = 16, max_body = 1 << 20, prefix_mib = 256, grace_s = 10, chunk = 0,
-                prefill_per_pass = 2048;
+                prefill_per_pass = 65536;
     std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
     serving::pooling pool = serving::pooling::last;
     kv_cache_type kv = kv_cache_type::f32;

@@ -55,7 +55,7 @@ struct decoder_perplexity_job {
 /// which needs no model type: it sees the scheduler through its interface).
 struct decoder_serve_job {
     std::size_t threads = 1, parallel = 1, n_ctx = 0, max_queued = 16, prefix_cache_bytes = 0, chunk_tokens = 0;
-    std::size_t prefill_tokens_per_pass = 2048;
+    std::size_t prefill_tokens_per_pass = 65536;
     kv_cache_type kv = kv_cache_type::f32;
     const tokenizer::tokenizer* tok = nullptr;
     std::function<int(serving::scheduler_interface&)> run;

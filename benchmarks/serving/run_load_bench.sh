@@ -29,8 +29,9 @@ for n in ${clients//,/ }; do
     --kv f16 --queue 64
   if [ -n "${LLAMA_SERVER:-}" ]; then
     # OpenMP threads that spin on a shared, loaded machine starve: passive waits (measured:
-    # 2.2x faster at N = 1 here)
-    run llama-server "$n" env OMP_WAIT_POLICY=passive "$LLAMA_SERVER" -m "$model" --port "$port" -t "$threads" -np "$n" -c $((ctx * n)) \
+    # 2.2x faster at N = 1 there); on an idle machine spinning is faster
+    # (LLAMA_OMP_WAIT_POLICY=active: docs/serving.md's idle table)
+    run llama-server "$n" env OMP_WAIT_POLICY="${LLAMA_OMP_WAIT_POLICY:-passive}" "$LLAMA_SERVER" -m "$model" --port "$port" -t "$threads" -np "$n" -c $((ctx * n)) \
       --no-webui
   fi
 done

@@ -19,8 +19,10 @@
 // The budget trades the streams' inter-token latency against how many passes a burst of
 // new prompts stalls them: one chunk per pass (budget 0) gives the shortest gaps, but a
 // burst of N prompts of C chunks each stalls every running stream N x C times, which is
-// what a p99 inter-token latency counts; llama-server reads up to its n_batch (2048)
-// prompt tokens per pass, and so does the default here (docs/serving.md has the numbers).
+// what a p99 inter-token latency counts. The default (65536) reads a burst in one pass, as
+// llama-server was measured to (all of a burst's first tokens at the same time); prompts
+// that keep arriving while others stream are better read one chunk per pass
+// (docs/serving.md has the numbers of both).
 // A request's prompt is cut into chunks of chunk_tokens from position 0, whatever else
 // runs: its chunk schedule depends on its own length only. Decode and prefill are separate
 // passes (a decode row never shares a pass with a prefill chunk), and the session's decode
@@ -63,7 +65,7 @@ struct scheduler_options {
     std::size_t chunk_tokens = 0;        ///< prompt tokens per prefill pass (0: min(256, the session's chunk_rows))
     std::size_t prefix_cache_bytes = 0;  ///< snapshots kept for prefix reuse (0: none)
     /// prompt tokens read per pass, in whole chunks (at least one chunk; 0: one chunk)
-    std::size_t prefill_tokens_per_pass = 2048;
+    std::size_t prefill_tokens_per_pass = 65536;
     bool batch_invariant = true;         ///< decode rows bitwise independent of the batch (the session's mode)
     /// A token's bytes (the tokenizer's token_to_piece); null: events carry tokens only.
     std::function<std::string(std::int32_t)> piece{};
