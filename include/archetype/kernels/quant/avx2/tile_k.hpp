@@ -41,16 +41,21 @@ inline float f16_at(const std::uint8_t* p) noexcept {
     return _cvtsh_ss(h);
 }
 
+/// Q4_K / Q5_K: the 8 sub-block scales and mins, packed in 6 bits at blk + 4.
+inline void k4_scales_and_mins(const std::uint8_t* blk, std::int16_t* sc, std::int16_t* c) noexcept {
+    for (std::size_t j = 0; j < 8; ++j) {
+        std::uint8_t s, m;
+        scale_min_k4(j, blk + 4, s, m);
+        sc[j] = s, c[j] = m;
+    }
+}
+
 template <> struct kfmt<ggml_type::Q4_K> {
     static constexpr int sub = 32, max_value = 15, fold = 0;
     static constexpr bool is_signed = false, min = true, has_corr = true;
     static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
                        float& dmin) noexcept {
-        for (std::size_t j = 0; j < 8; ++j) {
-            std::uint8_t s, m;
-            scale_min_k4(j, blk + 4, s, m);
-            sc[j] = s, c[j] = m;
-        }
+        k4_scales_and_mins(blk, sc, c);
         for (std::size_t e = 0; e < 256; ++e) {
             const std::uint8_t q = blk[16 + 32 * (e / 64) + e % 32];
             u[e] = e % 64 < 32 ? q & 15 : q >> 4;
@@ -63,11 +68,7 @@ template <> struct kfmt<ggml_type::Q5_K> {
     static constexpr bool is_signed = false, min = true, has_corr = true;
     static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
                        float& dmin) noexcept {
-        for (std::size_t j = 0; j < 8; ++j) {
-            std::uint8_t s, m;
-            scale_min_k4(j, blk + 4, s, m);
-            sc[j] = s, c[j] = m;
-        }
+        k4_scales_and_mins(blk, sc, c);
         for (std::size_t e = 0; e < 256; ++e) {
             const std::uint8_t q = blk[48 + 32 * (e / 64) + e % 32];
             const unsigned high = (unsigned(blk[16 + e % 32]) >> (e / 32)) & 1u;
