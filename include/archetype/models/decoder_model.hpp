@@ -654,10 +654,10 @@ namespace detail {
 template <class... Es>
 std::optional<bool> registered_scaled_embedding(std::string_view arch, architecture_list<Es...>) {
     std::optional<bool> r;
-    ((!r && std::string_view(Es::gguf_name) == arch
-          ? (r = std::is_same_v<typename Es::model::embedding, ScaledEmbedding>, true)
-          : false),
-     ...);
+    // a fold over ||: stops at the first entry of that name
+    (void)((std::string_view(Es::gguf_name) == arch &&
+            (r = std::is_same_v<typename Es::model::embedding, ScaledEmbedding>, true)) ||
+           ...);
     return r;
 }
 /// The embedding scale is the architecture's, not stored in the file: a Decoder<...> loaded
