@@ -1,13 +1,14 @@
 // archetype perplexity --model FILE|DIR --file TEXT [--ctx N] [--batch N] [--chunks N]
-//                      [--threads N] [--kv f32|f16] [--activations exact|int8]
+//                      [--threads N] [--kv f32|f16] [--activations mixed|int8|exact]
 // llama-perplexity's measure (runtime/perplexity.hpp): the whole text tokenized with
 // the file's tokenizer and its special tokens, non-overlapping chunks of --ctx
 // tokens, BOS at each chunk's start when the vocabulary adds one, the second half
 // of each chunk scored. Progress "[chunk]ppl," on stderr as llama-perplexity prints
 // it; "Final estimate: PPL = X +/- Y" and tokens/s on stdout. Registered decoders.
-// --activations int8 runs the batches with llama.cpp's int8 activation rounding
-// (kernels/batch_activations.hpp): its numerics, at the integer kernels' speed
-// (a gain on AVX-512 VNNI; below it the int8 kernels are GEMVs, slower at AVX2).
+// --activations (kernels/batch_activations.hpp): mixed (the default: int8 activations
+// except the FFN down projection's), int8 (llama.cpp's rounding in every product: its
+// numerics, which tests/real/test_real_perplexity.sh compares within 1 %) or exact
+// (float activations: the exact model's products, slower).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -29,13 +30,14 @@ namespace archetype::tools {
 namespace {
 constexpr const char* perplexity_usage =
     "usage: archetype perplexity --model FILE|DIR --file TEXT [--ctx N] [--batch N] [--chunks N]\n"
-    "                            [--threads N] [--kv f32|f16] [--activations exact|int8]\n"
+    "                            [--threads N] [--kv f32|f16] [--activations mixed|int8|exact]\n"
     "  --ctx N      tokens per chunk (default 512); the text needs at least 2N tokens\n"
     "  --batch N    tokens per forward pass (default 512)\n"
     "  --chunks N   score only the first N chunks (default: all)\n"
-    "  --activations exact|int8  float activations in the batches (default: the exact\n"
-    "               model's products), or rounded to int8 per block as llama.cpp does\n"
-    "               (faster on AVX-512 VNNI, slower on AVX2)\n";
+    "  --activations mixed|int8|exact  how batches meet quantised weights: mixed (the\n"
+    "               default) rounds activations to int8 per block except the FFN down\n"
+    "               projection's input; int8 rounds every product's as llama.cpp does;\n"
+    "               exact keeps float activations (the exact model's products, slower)\n";
 } // namespace
 
 int cmd_perplexity(int argc, char** argv) {
@@ -61,9 +63,10 @@ int cmd_perplexity(int argc, char** argv) {
             else if (v == "f16") j.kv = kv_cache_type::f16;
             else throw argument_error("--kv '" + std::string(v) + "' is not f32 or f16");
         } else if (o == "--activations") {
-            if (v == "exact") j.activations = kernels::batch_activations::exact;
+            if (v == "mixed") j.activations = kernels::batch_activations::mixed;
             else if (v == "int8") j.activations = kernels::batch_activations::int8;
-            else throw argument_error("--activations '" + std::string(v) + "' is not exact or int8");
+            else if (v == "exact") j.activations = kernels::batch_activations::exact;
+            else throw argument_error("--activations '" + std::string(v) + "' is not mixed, int8 or exact");
         } else throw argument_error("unknown option '" + std::string(o) + "' (try --help)");
     }
     if (model.empty()) throw argument_error("--model FILE is required");

@@ -47,7 +47,7 @@ struct decoder_perplexity_job {
     std::size_t n_ctx = 512, n_batch = 512, n_chunks = 0, threads = 1;
     std::int32_t bos = -1; ///< >= 0: replaces each chunk's first token
     kv_cache_type kv = kv_cache_type::f32;
-    kernels::batch_activations activations = kernels::batch_activations::exact;
+    kernels::batch_activations activations = kernels::batch_activations::mixed;
 };
 
 /// archetype serve: a session of `parallel` sequences under a serving scheduler

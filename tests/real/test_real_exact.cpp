@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -111,7 +112,8 @@ double truncated_kl(const exact_position& e, const float* row, std::size_t V, st
     return kl;
 }
 
-void check_against_exact(kv_cache_type kv, const char* kv_name) {
+/// acts: the batch numerics, or nullopt for the session's default
+void check_against_exact(kv_cache_type kv, const char* kv_name, std::optional<kernels::batch_activations> acts) {
     const reference ref = load_reference();
     const auto path = std::filesystem::path(env("ARCHETYPE_MODELS_DIR")) / ref.doc["model_file"].get<std::string>();
     if (!std::filesystem::exists(path))
@@ -132,7 +134,9 @@ void check_against_exact(kv_cache_type kv, const char* kv_name) {
         const std::string name = c["name"].get<std::string>();
         if (name == "paragraph") // the five others are checked by test_real_decoders
             BOOST_TEST(tok->encode(c["text"].get<std::string>(), true) == ids, "paragraph: ids equal llama.cpp's");
-        auto sess = session(model, {.n_threads = 2, .max_sequences = 1, .n_ctx = ids.size() + 1, .kv_type = kv});
+        decoder_session_options o{.n_threads = 2, .max_sequences = 1, .n_ctx = ids.size() + 1, .kv_type = kv};
+        if (acts) o.batch_activations = *acts;
+        auto sess = session(model, o);
         double case_kl = 0;
         std::size_t case_top1 = 0;
         for (std::size_t at = 0; at < ids.size(); at += chunk) {
@@ -160,7 +164,7 @@ void check_against_exact(kv_cache_type kv, const char* kv_name) {
     const double mean_kl = kl_sum / double(n_pos);
     const double l_mean = l["mean_kl"].get<double>();
     const auto l_top1 = l["top1"].get<std::size_t>();
-    BOOST_TEST_MESSAGE(model_name << " " << kv_name << " KV over " << n_pos << " positions: archetype mean KL " << mean_kl
+    BOOST_TEST_MESSAGE(model_name << " " << kv_name << " KV, " << (acts ? "exact" : "default") << " batches, over " << n_pos << " positions: archetype mean KL " << mean_kl
                                   << ", max " << kl_max << ", top-1 " << top1 << " (" << 100.0 * double(top1) / double(n_pos)
                                   << " %); llama.cpp mean KL " << l_mean << ", max " << l["max_kl"].get<double>()
                                   << ", top-1 " << l_top1);
@@ -170,5 +174,13 @@ void check_against_exact(kv_cache_type kv, const char* kv_name) {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(exact_distance_f32_kv) { check_against_exact(kv_cache_type::f32, "f32"); }
-BOOST_AUTO_TEST_CASE(exact_distance_f16_kv) { check_against_exact(kv_cache_type::f16, "f16"); }
+// the session's default batch numerics (mixed)
+BOOST_AUTO_TEST_CASE(exact_distance_f32_kv) { check_against_exact(kv_cache_type::f32, "f32", std::nullopt); }
+BOOST_AUTO_TEST_CASE(exact_distance_f16_kv) { check_against_exact(kv_cache_type::f16, "f16", std::nullopt); }
+// exact float activations (decoder_session_options::batch_activations = exact)
+BOOST_AUTO_TEST_CASE(exact_activations_distance_f32_kv) {
+    check_against_exact(kv_cache_type::f32, "f32", kernels::batch_activations::exact);
+}
+BOOST_AUTO_TEST_CASE(exact_activations_distance_f16_kv) {
+    check_against_exact(kv_cache_type::f16, "f16", kernels::batch_activations::exact);
+}

@@ -14,7 +14,8 @@
 //                    n_tok >= quant::panels::min_tokens: quant/panels.hpp (panels of
 //                    dequantised rows through the F32 GEMM: float activations, the
 //                    exact model's products to float rounding), unless this thread's
-//                    batch_activations mode is int8 (batch_activations.hpp);
+//                    batch_activations mode is int8 (batch_activations.hpp), or int8x2:
+//                    the int8 kernels twice, on x and on its int8 rounding error;
 //                    fewer tokens, or the int8 mode: quant/avx512/engine.hpp (activations quantised to int8 once
 //                    per call, vpdpbusd on the blocks; AVX-512 VNNI), else the int8
 //                    row engine (quant/int8/: the same int8 numerics; avx2/ with
@@ -50,6 +51,7 @@
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/generic.hpp"
 #include "archetype/kernels/quant/half_matmul.hpp"
+#include "archetype/kernels/quant/int8/activation_residual.hpp"
 #include "archetype/kernels/quant/int8/level_engine.hpp"
 #include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/panels.hpp"
@@ -158,6 +160,24 @@ ARCHETYPE_KERNEL_ENTRY void matmul_batch(std::span<const matmul_task> tasks, std
                                          thread_pool* pool = nullptr, gemm_sum sum = gemm_sum::chain);
 
 #if ARCHETYPE_KERNEL_BODIES
+namespace detail {
+/// The int8x2 batch mode (batch_activations.hpp): W x through the int8 kernels plus W r,
+/// r the rounding error of x's int8 activations (quant/int8/activation_residual.hpp),
+/// also through them: two int8 products whose sum has about 15-bit activations.
+inline void matmul_int8x2(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok, float* y,
+                          std::size_t ldy, thread_pool* pool, gemm_sum sum) {
+    thread_local std::vector<float> r, yr; // per thread: the calling thread's scratch, reused
+    if (r.size() < n_tok * W.cols) r.resize(n_tok * W.cols);
+    if (yr.size() < n_tok * W.rows) yr.resize(n_tok * W.rows);
+    quant::int8::activation_residual(W.type, x, ldx, n_tok, W.cols, r.data(), pool);
+    const batch_activations_scope int8(batch_activations::int8);
+    matmul(W, x, ldx, n_tok, y, ldy, pool, sum);
+    matmul(W, r.data(), W.cols, n_tok, yr.data(), W.rows, pool, sum);
+    for (std::size_t t = 0; t < n_tok; ++t)
+        for (std::size_t i = 0; i < W.rows; ++i) y[t * ldy + i] += yr[t * W.rows + i];
+}
+} // namespace detail
+
 ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
                                    float* y, std::size_t ldy, thread_pool* pool, gemm_sum sum) {
     detail::check_matmul_weight(W);
@@ -195,10 +215,15 @@ ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::si
         break;
 #endif
     default:
-        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1 && !invariant &&
-            current_batch_activations() == batch_activations::exact) {
-            quant::panels::matmul(W.type, W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
-            return;
+        if (n_tok >= quant::panels::min_tokens && traits_of(W.type).block_size > 1 && !invariant) {
+            if (current_batch_activations() == batch_activations::exact) {
+                quant::panels::matmul(W.type, W.layout, W.data, W.rows, W.cols, x, ldx, n_tok, y, ldy, pool, sum);
+                return;
+            }
+            if (current_batch_activations() == batch_activations::int8x2 && quant::int8::handles(W.type)) {
+                detail::matmul_int8x2(W, x, ldx, n_tok, y, ldy, pool, sum);
+                return;
+            }
         }
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
         if (W.layout != quant::weight_layout::rows) {

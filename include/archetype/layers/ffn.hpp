@@ -28,6 +28,7 @@
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/activation.hpp"
+#include "archetype/kernels/batch_activations.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/softmax.hpp"
 #include "archetype/policies/ffn.hpp"
@@ -130,7 +131,11 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
     } else {
         ffn_impl<FFN>::apply(a, n_tok * n_ff);
     }
-    kernels::matmul(w.down, a, n_ff, n_tok, y, ldy, pool);
+    { // the gated product is heavy-tailed: float activations in the mixed batch mode
+        const kernels::batch_activations_scope numerics(
+            kernels::for_heavy_tailed_input(kernels::current_batch_activations()));
+        kernels::matmul(w.down, a, n_ff, n_tok, y, ldy, pool);
+    }
     add_bias(y, ldy, n_tok, w.down_bias, w.n_embd());
 }
 } // namespace detail

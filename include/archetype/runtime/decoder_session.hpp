@@ -73,9 +73,11 @@ struct decoder_session_options {
     std::size_t n_ctx = 0;
     std::size_t n_ubatch = 512; ///< largest number of tokens in one forward pass
     kv_cache_type kv_type = kv_cache_type::f32;
-    /// How prompt batches meet quantised weights (kernels/batch_activations.hpp): exact
-    /// (float activations, the default) or int8 (llama.cpp's rounding; faster on AVX-512 VNNI).
-    kernels::batch_activations batch_activations = kernels::batch_activations::exact;
+    /// How prompt batches meet quantised weights (kernels/batch_activations.hpp): mixed (the
+    /// default: int8 activations except the FFN down projection's; closer to the exact model
+    /// than llama.cpp, at most of int8's speed), int8 (llama.cpp's rounding in every product)
+    /// or exact (float activations: the exact model's products to float rounding, slower).
+    kernels::batch_activations batch_activations = kernels::batch_activations::mixed;
     /// decode: every sequence's row bitwise what it gets decoded alone, whatever the batch
     /// (kernels/decode_rows.hpp; a serving scheduler turns it on). Off: batches of
     /// quant::panels::min_tokens rows or more take the float panels, faster on some CPUs.
