@@ -11,7 +11,8 @@
 //   smull / smull2 + sadalp (vpadalq_s16) without: |u x| <= 128 * 127 fits int16.
 // K types multiply each sub-block's int32 sum by its integer scale (vmlaq_n_s32):
 // at most 8 x 63 x 32 x 63 x 127 < 2^31 (Q4_K / Q5_K), 16 x 128 x 16 x 63 x 127 < 2^31
-// (Q6_K). The float accumulators have four lanes.
+// (Q6_K). The float accumulators have four lanes. neon::engine, this row engine with
+// the GEMM tile for batches: neon/tile.hpp.
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #define ARCHETYPE_QUANT_NEON 1
 
