@@ -504,7 +504,7 @@ BOOST_AUTO_TEST_CASE(int8_engine_matches_ggml_numerics) {
 }
 #endif
 
-#if defined(ARCHETYPE_QUANT_AVX2)
+#if defined(ARCHETYPE_QUANT_AVX2) || defined(ARCHETYPE_QUANT_NEON)
 namespace {
 // E's GEMM tile of type t called directly (acts null: nothing run); false where E has
 // none for t.
@@ -538,7 +538,7 @@ bool tile_gemm(ggml_type t, const std::uint8_t* w, std::size_t rows, std::size_t
     }
 }
 
-// The GEMM tile of engine E (avx2/tile.hpp) for each format it tiles, called directly:
+// The GEMM tile of engine E (avx2/tile.hpp, neon/tile.hpp) for each format it tiles, called directly:
 // rows that fill no tile (1, 7) and several tiles with a ragged end (8, 17, 65), odd
 // widths, strided x and y, token counts that leave every remainder of the token tile;
 // ggml's numerics to float rounding, and bitwise each token alone on the row engine (the
@@ -590,11 +590,23 @@ std::vector<float> check_int8_tile(const char* engine_name) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(int8_tile_matches_row_engine) {
+#if defined(ARCHETYPE_QUANT_AVX2)
     const auto y = check_int8_tile<q::avx2::engine>("avx2 tile");
     BOOST_TEST(!y.empty());
 #if defined(ARCHETYPE_QUANT_AVXVNNI)
     // vpdpbusd on v + 128 and vpmaddubsw on |v|, sign(x, v): the same integers
     BOOST_TEST(bits_equal(check_int8_tile<q::avxvnni::engine>("avxvnni tile"), y));
+#endif
+#elif defined(__ARM_FEATURE_DOTPROD)
+    // the neon_dotprod level's tile (sdot by element) ...
+    static_assert(std::is_same_v<q::int8::level_engine, q::neon::tiled_engine<q::neon::tile::sdot_products>>);
+    const auto y = check_int8_tile<q::neon::engine>("neon_dotprod tile");
+    BOOST_TEST(!y.empty());
+    // ... and the neon level's (smull + sadalp), built here too: the same integers
+    BOOST_TEST(bits_equal(check_int8_tile<q::neon::tiled_engine<q::neon::tile::smull_products>>("neon tile"), y));
+#else
+    static_assert(std::is_same_v<q::int8::level_engine, q::neon::tiled_engine<q::neon::tile::smull_products>>);
+    BOOST_TEST(!check_int8_tile<q::neon::engine>("neon tile").empty());
 #endif
 }
 #endif

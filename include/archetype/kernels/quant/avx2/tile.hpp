@@ -9,7 +9,7 @@
 // panel advance 8 outputs by 4 elements. Each fp32 lane of an accumulator is one output
 // (row, token): no horizontal sums. Per block the octet's 8 panels stay in registers
 // while the tile's tokens pass; groups of 4 octets run each token tile in turn, its
-// activations then in L1, and are split over the threads.
+// activations then in L1, and are split over the threads (int8/tile_groups.hpp).
 //
 // The integers: per block and output the exact dot of the 32 weights with the 32 int8
 // activations,
@@ -30,11 +30,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/quant/blocks.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
+#include "archetype/kernels/quant/int8/tile_groups.hpp"
 
 namespace archetype::quant::avx2 {
 
@@ -189,38 +189,6 @@ inline constexpr std::size_t group_octets = 4;
 /// Tokens per tile.
 inline constexpr int tile_tokens = 4;
 
-/// The rows of W in groups of group_octets octets split over the threads; each octet packed
-/// once by pack(W, row_bytes, r0, nr, nb, panel) into octet_bytes, then, tile_tokens
-/// tokens at a time, run(panel, nb, a, y, ldy, nr, n) on each octet of the group.
-template <class Pack, class Run>
-inline void gemm_groups(const std::uint8_t* W, std::size_t rows, std::size_t nb, std::size_t row_bytes,
-                        std::size_t octet_bytes, const int8::act_buffer& acts, std::size_t n_tok, float* y,
-                        std::size_t ldy, thread_pool* pool, const Pack& pack, const Run& run) {
-    constexpr std::size_t G = 8 * group_octets;
-    constexpr int NT = tile_tokens;
-    const std::size_t groups = (rows + G - 1) / G;
-    auto work = [&](std::size_t gb, std::size_t ge) {
-        static thread_local std::vector<std::uint8_t> panel;
-        panel.resize(group_octets * octet_bytes);
-        int8::act_row a[NT];
-        for (std::size_t g = gb; g < ge; ++g) {
-            const std::size_t r0 = g * G, n_oct = (std::min(G, rows - r0) + 7) / 8;
-            for (std::size_t o = 0; o < n_oct; ++o)
-                pack(W, row_bytes, r0 + 8 * o, std::min<std::size_t>(8, rows - r0 - 8 * o), nb,
-                     panel.data() + o * octet_bytes);
-            for (std::size_t t = 0; t < n_tok; t += NT) {
-                const int n = int(std::min<std::size_t>(NT, n_tok - t));
-                for (int i = 0; i < n; ++i) a[i] = acts.row(t + std::size_t(i));
-                for (std::size_t o = 0; o < n_oct; ++o)
-                    run(panel.data() + o * octet_bytes, nb, a, y + t * ldy + r0 + 8 * o, ldy,
-                        std::min<std::size_t>(8, rows - r0 - 8 * o), n);
-            }
-        }
-    };
-    if (pool) pool->parallel_for(groups, work);
-    else work(0, groups);
-}
-
 /// y[k * ldy + r] = row r of W (rows x cols of type T, row layout) . token k, for the
 /// n_tok tokens of acts.
 template <class P, ggml_type T>
@@ -230,19 +198,21 @@ inline void gemm(const std::uint8_t* W, std::size_t rows, std::size_t cols, cons
     constexpr int NT = tile_tokens;
     const std::size_t nb = cols / tr.block_size, row_bytes = nb * tr.type_size;
     if constexpr (tiled32<T>) {
-        gemm_groups(W, rows, nb, row_bytes, nb * block_bytes<fmt<T, P>>, acts, n_tok, y, ldy, pool, pack_octet<P, T>,
-                    [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a, float* yy, std::size_t l,
-                       std::size_t nr, int n) {
-                        if (n == NT) run_tile<P, T, NT>(pk, n_b, a, yy, l, nr);
-                        else run_tail<P, T, NT - 1>(pk, n_b, a, yy, l, nr, n);
-                    });
+        int8::gemm_groups<8, group_octets, NT>(
+            W, rows, nb, row_bytes, nb * block_bytes<fmt<T, P>>, acts, n_tok, y, ldy, pool, pack_octet<P, T>,
+            [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a, float* yy, std::size_t l,
+               std::size_t nr, int n) {
+                if (n == NT) run_tile<P, T, NT>(pk, n_b, a, yy, l, nr);
+                else run_tail<P, T, NT - 1>(pk, n_b, a, yy, l, nr, n);
+            });
     } else { // both levels: vpmaddwd multiplies by the sub-block scales
-        gemm_groups(W, rows, nb, row_bytes, nb * kblock_bytes<kfmt<T>, 1>, acts, n_tok, y, ldy, pool, kpack_group<T, 1>,
-                    [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a, float* yy, std::size_t l,
-                       std::size_t nr, int n) {
-                        if (n == NT) run_ktile<T, 1, NT>(pk, n_b, a, yy, l, nr);
-                        else run_ktail<T, 1, NT - 1>(pk, n_b, a, yy, l, nr, n);
-                    });
+        int8::gemm_groups<8, group_octets, NT>(
+            W, rows, nb, row_bytes, nb * kblock_bytes<kfmt<T>, 1>, acts, n_tok, y, ldy, pool, kpack_group<T, 1>,
+            [](const std::uint8_t* pk, std::size_t n_b, const int8::act_row* a, float* yy, std::size_t l,
+               std::size_t nr, int n) {
+                if (n == NT) run_ktile<T, 1, NT>(pk, n_b, a, yy, l, nr);
+                else run_ktail<T, 1, NT - 1>(pk, n_b, a, yy, l, nr, n);
+            });
     }
 }
 

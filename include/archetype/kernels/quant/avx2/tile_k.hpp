@@ -6,7 +6,8 @@
 // (kg, v) holds bytes 4kg..4kg+3 of the 8 rows of octet v; per sub-block a ymm of the 8
 // rows' scales (int16, twice per 32-bit lane); per pair of sub-blocks a ymm of the two
 // coefficients of the activations' sums (the mins, or the scales that multiply the zero
-// point); the 8 rows' d (and dmin) as floats.
+// point); the 8 rows' d (and dmin) as floats. Each row's super-block is decoded by
+// int8/super_blocks.hpp (the same at every level's tile).
 //
 // Per super-block and output, exact integers first:
 //     total = sum_k scale_k * (u_k . x_k)        (int16 sums of vpmaddubsw while they fit)
@@ -22,126 +23,19 @@
 #include <cstdint>
 #include <cstring>
 
-#include "archetype/kernels/quant/blocks.hpp"
-#include "archetype/kernels/quant/ggml_tables.hpp"
 #include "archetype/kernels/quant/int8/activations.hpp"
+#include "archetype/kernels/quant/int8/super_blocks.hpp"
 
 namespace archetype::quant::avx2::tile {
 
-/// A super-block type as the tile takes it. decode(blk, u, sc, c, d, dmin): the 256
-/// values in element order (unsigned u, or signed values when is_signed), the nsub
-/// sub-block scales, the nsub coefficients of the activations' sums (sums32: of 32
-/// quants, else of 16) and the float scales. fold: the factor of corr in total (0: none);
-/// min: corr has its own step with -dmin. max_value: the largest |u|.
-template <ggml_type T> struct kfmt;
+using int8::kfmt;
+using int8::k_tiled;
 
 inline float f16_at(const std::uint8_t* p) noexcept {
     std::uint16_t h;
     std::memcpy(&h, p, 2);
     return _cvtsh_ss(h);
 }
-
-/// Q4_K / Q5_K: the 8 sub-block scales and mins, packed in 6 bits at blk + 4.
-inline void k4_scales_and_mins(const std::uint8_t* blk, std::int16_t* sc, std::int16_t* c) noexcept {
-    for (std::size_t j = 0; j < 8; ++j) {
-        std::uint8_t s, m;
-        scale_min_k4(j, blk + 4, s, m);
-        sc[j] = s, c[j] = m;
-    }
-}
-
-template <> struct kfmt<ggml_type::Q4_K> {
-    static constexpr int sub = 32, max_value = 15, fold = 0;
-    static constexpr bool is_signed = false, min = true, has_corr = true;
-    static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
-                       float& dmin) noexcept {
-        k4_scales_and_mins(blk, sc, c);
-        for (std::size_t e = 0; e < 256; ++e) {
-            const std::uint8_t q = blk[16 + 32 * (e / 64) + e % 32];
-            u[e] = e % 64 < 32 ? q & 15 : q >> 4;
-        }
-        d = f16_at(blk), dmin = f16_at(blk + 2);
-    }
-};
-template <> struct kfmt<ggml_type::Q5_K> {
-    static constexpr int sub = 32, max_value = 31, fold = 0;
-    static constexpr bool is_signed = false, min = true, has_corr = true;
-    static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
-                       float& dmin) noexcept {
-        k4_scales_and_mins(blk, sc, c);
-        for (std::size_t e = 0; e < 256; ++e) {
-            const std::uint8_t q = blk[48 + 32 * (e / 64) + e % 32];
-            const unsigned high = (unsigned(blk[16 + e % 32]) >> (e / 32)) & 1u;
-            u[e] = std::uint8_t((e % 64 < 32 ? q & 15 : q >> 4) | high << 4);
-        }
-        d = f16_at(blk), dmin = f16_at(blk + 2);
-    }
-};
-template <> struct kfmt<ggml_type::Q6_K> { // u = q + 32 (0..63), w = d * sc * (u - 32)
-    static constexpr int sub = 16, max_value = 63, fold = -32;
-    static constexpr bool is_signed = false, min = false, has_corr = true;
-    static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
-                       float& dmin) noexcept {
-        for (std::size_t k = 0; k < 16; ++k) sc[k] = c[k] = static_cast<std::int8_t>(blk[192 + k]);
-        for (std::size_t h = 0; h < 2; ++h)
-            for (std::size_t l = 0; l < 32; ++l) {
-                const unsigned ql0 = blk[64 * h + l], ql1 = blk[64 * h + 32 + l], qh = blk[128 + 32 * h + l];
-                u[128 * h + l] = std::uint8_t((ql0 & 15) | (qh & 3) << 4);
-                u[128 * h + 32 + l] = std::uint8_t((ql1 & 15) | ((qh >> 2) & 3) << 4);
-                u[128 * h + 64 + l] = std::uint8_t((ql0 >> 4) | ((qh >> 4) & 3) << 4);
-                u[128 * h + 96 + l] = std::uint8_t((ql1 >> 4) | ((qh >> 6) & 3) << 4);
-            }
-        d = f16_at(blk + 208), dmin = 0.f;
-    }
-};
-template <> struct kfmt<ggml_type::Q2_K> { // w = d * (sc & 15) * q - dmin * (sc >> 4)
-    static constexpr int sub = 16, max_value = 3, fold = 0;
-    static constexpr bool is_signed = false, min = true, has_corr = true;
-    static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
-                       float& dmin) noexcept {
-        for (std::size_t k = 0; k < 16; ++k) sc[k] = blk[k] & 15, c[k] = blk[k] >> 4;
-        for (std::size_t h = 0; h < 2; ++h)
-            for (std::size_t j = 0; j < 4; ++j)
-                for (std::size_t l = 0; l < 32; ++l) u[128 * h + 32 * j + l] = (blk[16 + 32 * h + l] >> (2 * j)) & 3;
-        d = f16_at(blk + 80), dmin = f16_at(blk + 82);
-    }
-};
-template <> struct kfmt<ggml_type::Q3_K> { // u = q + 4 (0..7), w = d * (sc - 32) * (u - 4)
-    static constexpr int sub = 16, max_value = 7, fold = -4;
-    static constexpr bool is_signed = false, min = false, has_corr = true;
-    static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
-                       float& dmin) noexcept {
-        std::uint8_t raw[16];
-        q3_K_scales(blk + 96, raw);
-        for (std::size_t k = 0; k < 16; ++k) sc[k] = c[k] = std::int16_t(int(raw[k]) - 32);
-        for (std::size_t h = 0; h < 2; ++h)
-            for (std::size_t j = 0; j < 4; ++j)
-                for (std::size_t l = 0; l < 32; ++l)
-                    u[128 * h + 32 * j + l] = std::uint8_t(((blk[32 + 32 * h + l] >> (2 * j)) & 3) |
-                                                           ((blk[l] >> (4 * h + j)) & 1) << 2);
-        d = f16_at(blk + 108), dmin = 0.f;
-    }
-};
-template <> struct kfmt<ggml_type::IQ4_XS> { // signed table values, signed scales ls - 32
-    static constexpr int sub = 32, max_value = 127, fold = 0;
-    static constexpr bool is_signed = true, min = false, has_corr = false;
-    static void decode(const std::uint8_t* blk, std::uint8_t* u, std::int16_t* sc, std::int16_t* c, float& d,
-                       float& dmin) noexcept {
-        for (std::size_t i = 0; i < 8; ++i) {
-            sc[i] = std::int16_t(int(iq4_xs_scale(blk, i)) - 32), c[i] = 0;
-            for (std::size_t l = 0; l < 16; ++l) {
-                const std::uint8_t q = blk[8 + 16 * i + l];
-                u[32 * i + l] = std::uint8_t(ggml_tables::kvalues_iq4nl[q & 15]);
-                u[32 * i + 16 + l] = std::uint8_t(ggml_tables::kvalues_iq4nl[q >> 4]);
-            }
-        }
-        d = f16_at(blk), dmin = 0.f;
-    }
-};
-
-template <ggml_type T>
-inline constexpr bool k_tiled = T == ggml_type::Q4_K || T == ggml_type::Q5_K || T == ggml_type::Q6_K ||
-                                T == ggml_type::Q2_K || T == ggml_type::Q3_K || T == ggml_type::IQ4_XS;
 
 template <class K>
 struct kshape {
@@ -179,7 +73,10 @@ inline void kpack_group(const std::uint8_t* W, std::size_t row_bytes, std::size_
             const std::size_t v = r / 8, lane = r % 8;
             float d = 0.f, dmin = 0.f;
             if (r < nr) {
-                K::decode(W + (r0 + r) * row_bytes + b * tr.type_size, u, sc, c, d, dmin);
+                const std::uint8_t* blk = W + (r0 + r) * row_bytes + b * tr.type_size;
+                K::decode(blk, u, sc, c);
+                d = f16_at(blk + K::d_at);
+                if constexpr (K::min) dmin = f16_at(blk + K::dmin_at);
             } else {
                 std::memset(u, 0, sizeof u);
                 for (std::size_t k = 0; k < 16; ++k) sc[k] = c[k] = 0;

@@ -8,10 +8,10 @@
 //     y     = hsum(acc) + extra
 // the same instructions whatever rows a row is grouped with, so a row's output does
 // not depend on the thread count or on fusing. The integer side is the engine's.
-// Where the engine has a GEMM tile for the type (E::tiles<T>: avx2/tile.hpp, the `avx2`
-// and `avxvnni` levels), the chain is the tile's instead (dot_rows_block_totals): each
-// block summed to one exact integer per row, then one float step per block, so a batch
-// on the tile is bitwise each token alone.
+// Where the engine has a GEMM tile for the type (E::tiles<T>: avx2/tile.hpp at `avx2`
+// and `avxvnni`, neon/tile.hpp at `neon` and `neon_dotprod`), the chain is the tile's
+// instead (dot_rows_block_totals): each block summed to one exact integer per row, then
+// one float step per block, so a batch on the tile is bitwise each token alone.
 //
 // An engine E (avx2::engine, neon::engine) has
 //   lanes; zero(); fma(int lanes, float scale, lanes acc); hsum(lanes) -> float
@@ -114,7 +114,7 @@ inline k_parts<E, T> k_block(const std::uint8_t* blk, const act_row& a, std::siz
     return p;
 }
 
-/// Whether engine E has a GEMM tile for T (avx2/tile.hpp: E::tiles<T>): then a single
+/// Whether engine E has a GEMM tile for T (avx2/tile.hpp, neon/tile.hpp: E::tiles<T>): then a single
 /// token's row dot takes the tile's steps, dot_rows_block_totals.
 template <class E, ggml_type T>
 inline constexpr bool sums_blocks = [] {
@@ -142,7 +142,7 @@ inline void dot_rows_block_totals(const std::uint8_t* w, std::size_t row_bytes, 
                                   float* y, const std::uint8_t* pf) noexcept {
     static_assert(R >= 1 && R <= 4);
     constexpr auto tr = traits_of(T);
-    using ilanes = decltype(E::load_x(a.q));
+    using ilanes = decltype(E::k6_block(nullptr, nullptr)); // the engine's integer lanes
     float acc[R];
     for (int r = 0; r < R; ++r) acc[r] = 0.f;
     for (std::size_t b = 0; b < nb; ++b) {

@@ -11,7 +11,7 @@
 //   static constexpr std::size_t prefetch_ahead;   // bytes of the L2 prefetch cursor
 //
 // A batch of at least Engine::tile_min_tokens tokens of a type the engine tiles
-// (avx2/tile.hpp) runs on the tile instead, with the same activations and bitwise the
+// (avx2/tile.hpp, neon/tile.hpp) runs on the tile instead, with the same activations and bitwise the
 // same outputs.
 //
 // Work is split by output rows (over all the products of a fused call), and a

@@ -11,7 +11,8 @@
 //   smull / smull2 + sadalp (vpadalq_s16) without: |u x| <= 128 * 127 fits int16.
 // K types multiply each sub-block's int32 sum by its integer scale (vmlaq_n_s32):
 // at most 8 x 63 x 32 x 63 x 127 < 2^31 (Q4_K / Q5_K), 16 x 128 x 16 x 63 x 127 < 2^31
-// (Q6_K). The float accumulators have four lanes.
+// (Q6_K). The float accumulators have four lanes. neon::engine, this row engine with
+// the GEMM tile for batches: neon/tile.hpp.
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #define ARCHETYPE_QUANT_NEON 1
 
@@ -66,71 +67,70 @@ inline void high_bits(const std::uint8_t* p, int8x16_t& lo, int8x16_t& hi) noexc
 
 } // namespace detail
 
-// The 32-element formats (avx2/engine.hpp's): `zero`, `min_at`, and idot: the integer
-// products of one block with x (32 quants), four int32 lanes.
+// The 32-element formats (avx2/engine.hpp's): `zero`, `min_at`; values(block, lo, hi):
+// the block's 32 values as int8, elements 0-15 and 16-31 (u = w + zero, or the signed
+// table values); idot(block, x): their products with x (32 quants), four int32 lanes.
 template <ggml_type T> struct fmt;
-template <> struct fmt<ggml_type::Q8_0> {
+template <ggml_type T> struct fmt_products {
+    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
+        int8x16_t lo, hi;
+        fmt<T>::values(b, lo, hi);
+        return detail::dot32(lo, hi, x);
+    }
+};
+template <> struct fmt<ggml_type::Q8_0> : fmt_products<ggml_type::Q8_0> {
     static constexpr int zero = 0, min_at = -1;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
-        return detail::dot32(detail::load16(b + 2), detail::load16(b + 18), x);
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept {
+        lo = detail::load16(b + 2), hi = detail::load16(b + 18);
     }
 };
-template <> struct fmt<ggml_type::Q4_0> {
+template <> struct fmt<ggml_type::Q4_0> : fmt_products<ggml_type::Q4_0> {
     static constexpr int zero = 8, min_at = -1;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
-        int8x16_t lo, hi;
-        detail::nibbles(b + 2, lo, hi);
-        return detail::dot32(lo, hi, x);
-    }
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept { detail::nibbles(b + 2, lo, hi); }
 };
-template <> struct fmt<ggml_type::Q4_1> {
+template <> struct fmt<ggml_type::Q4_1> : fmt_products<ggml_type::Q4_1> {
     static constexpr int zero = 0, min_at = 2;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
-        int8x16_t lo, hi;
-        detail::nibbles(b + 4, lo, hi);
-        return detail::dot32(lo, hi, x);
-    }
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept { detail::nibbles(b + 4, lo, hi); }
 };
 /// Q5_0 / Q5_1: the high bits at qh, the nibbles at qs.
 template <std::size_t QH, std::size_t QS>
-inline int32x4_t idot5(const std::uint8_t* b, const std::int8_t* x) noexcept {
-    int8x16_t lo, hi, hlo, hhi;
+inline void values5(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept {
+    int8x16_t hlo, hhi;
     detail::nibbles(b + QS, lo, hi);
     detail::high_bits(b + QH, hlo, hhi);
-    return detail::dot32(vorrq_s8(lo, hlo), vorrq_s8(hi, hhi), x);
+    lo = vorrq_s8(lo, hlo), hi = vorrq_s8(hi, hhi);
 }
-template <> struct fmt<ggml_type::Q5_0> {
+template <> struct fmt<ggml_type::Q5_0> : fmt_products<ggml_type::Q5_0> {
     static constexpr int zero = 16, min_at = -1;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept { return idot5<2, 6>(b, x); }
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept { values5<2, 6>(b, lo, hi); }
 };
-template <> struct fmt<ggml_type::Q5_1> {
+template <> struct fmt<ggml_type::Q5_1> : fmt_products<ggml_type::Q5_1> {
     static constexpr int zero = 0, min_at = 2;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept { return idot5<4, 8>(b, x); }
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept { values5<4, 8>(b, lo, hi); }
 };
 
-/// The non-linear types: the codes' signed table values (tbl), then a signed dot.
-template <std::size_t QS>
-inline int32x4_t idot_table(const std::uint8_t* b, const std::int8_t* table, const std::int8_t* x) noexcept {
-    int8x16_t lo, hi;
-    detail::nibbles(b + QS, lo, hi);
+/// The non-linear types: the codes' signed table values (tbl) of the 16 bytes of nibbles at qs.
+inline void table_values(const std::uint8_t* qs, const std::int8_t* table, int8x16_t& lo, int8x16_t& hi) noexcept {
+    detail::nibbles(qs, lo, hi);
     const int8x16_t t = vld1q_s8(table);
-    return detail::dot32(vqtbl1q_s8(t, vreinterpretq_u8_s8(lo)), vqtbl1q_s8(t, vreinterpretq_u8_s8(hi)), x);
+    lo = vqtbl1q_s8(t, vreinterpretq_u8_s8(lo)), hi = vqtbl1q_s8(t, vreinterpretq_u8_s8(hi));
 }
-template <> struct fmt<ggml_type::IQ4_NL> {
+template <> struct fmt<ggml_type::IQ4_NL> : fmt_products<ggml_type::IQ4_NL> {
     static constexpr int zero = 0, min_at = -1;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
-        return idot_table<2>(b, ggml_tables::kvalues_iq4nl, x);
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept {
+        table_values(b + 2, ggml_tables::kvalues_iq4nl, lo, hi);
     }
 };
-template <> struct fmt<ggml_type::MXFP4> { // the E8M0 scale: int8/row_dot.hpp
+template <> struct fmt<ggml_type::MXFP4> : fmt_products<ggml_type::MXFP4> { // the E8M0 scale: int8/row_dot.hpp
     static constexpr int zero = 0, min_at = -1;
-    static int32x4_t idot(const std::uint8_t* b, const std::int8_t* x) noexcept {
-        return idot_table<1>(b, ggml_tables::kvalues_mxfp4, x);
+    static void values(const std::uint8_t* b, int8x16_t& lo, int8x16_t& hi) noexcept {
+        table_values(b + 1, ggml_tables::kvalues_mxfp4, lo, hi);
     }
 };
 
-/// The engine of int8/row_dot.hpp and int8/row_gemv.hpp on aarch64.
-struct engine {
+/// The engine of int8/row_dot.hpp and int8/row_gemv.hpp on aarch64 (neon::engine, the
+/// level's engine with its GEMM tile: neon/tile.hpp).
+struct basic_engine {
     /// Distance (bytes) of the linear prefetch cursor ahead of the rows being read (the
     /// AVX2 engine's; unmeasured on aarch64 hardware).
     static constexpr std::size_t prefetch_ahead = 32768;
@@ -252,8 +252,11 @@ struct engine {
     /// IQ4_XS block: sum over the 8 sub-blocks of sc[i] * (v . x), v the codes' table values.
     static int32x4_t kxs_block(const std::uint8_t* blk, const std::int8_t* x, const std::int8_t* sc) noexcept {
         int32x4_t sum = vdupq_n_s32(0);
-        for (std::size_t i = 0; i < 8; ++i)
-            sum = vmlaq_n_s32(sum, idot_table<0>(blk + 8 + 16 * i, ggml_tables::kvalues_iq4nl, x + 32 * i), sc[i]);
+        for (std::size_t i = 0; i < 8; ++i) {
+            int8x16_t lo, hi;
+            table_values(blk + 8 + 16 * i, ggml_tables::kvalues_iq4nl, lo, hi);
+            sum = vmlaq_n_s32(sum, detail::dot32(lo, hi, x + 32 * i), sc[i]);
+        }
         return sum;
     }
 
