@@ -68,8 +68,8 @@ struct byte_scratch {
     }
 };
 
-// Decode of the legacy types, Q4_K and Q5_K: gemv.hpp's 128-element kernel
-// (same results as gemv16, which Q6_K still uses).
+// Decode of the legacy types, IQ4_NL, MXFP4, Q4_K, Q5_K and IQ4_XS: gemv.hpp's 128-element
+// kernel (same results as gemv16, which Q6_K, Q2_K and Q3_K still use).
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
 template <class D> inline constexpr int gemv_format = -1;
 template <> inline constexpr int gemv_format<dec_q8_0> = int(gemv::format::q8_0);
@@ -79,6 +79,9 @@ template <> inline constexpr int gemv_format<dec_q5_0> = int(gemv::format::q5_0)
 template <> inline constexpr int gemv_format<dec_q5_1> = int(gemv::format::q5_1);
 template <> inline constexpr int gemv_format<dec_q4_K> = int(gemv::format::q4_K);
 template <> inline constexpr int gemv_format<dec_q5_K> = int(gemv::format::q5_K);
+template <> inline constexpr int gemv_format<dec_iq4_nl> = int(gemv::format::iq4_nl);
+template <> inline constexpr int gemv_format<dec_mxfp4> = int(gemv::format::mxfp4);
+template <> inline constexpr int gemv_format<dec_iq4_xs> = int(gemv::format::iq4_xs);
 
 /// One matrix of a fused single-token GEMV: rows x (shared cols) weights, output y.
 struct gemv_part {
@@ -260,6 +263,9 @@ inline bool gemv_many(ggml_type type, const detail::gemv_part* parts, std::size_
     case ggml_type::Q5_1: return detail::gemv_many<detail::dec_q5_1>(parts, n, cols, x, pool);
     case ggml_type::Q4_K: return detail::gemv_many<detail::dec_q4_K>(parts, n, cols, x, pool);
     case ggml_type::Q5_K: return detail::gemv_many<detail::dec_q5_K>(parts, n, cols, x, pool);
+    case ggml_type::IQ4_NL: return detail::gemv_many<detail::dec_iq4_nl>(parts, n, cols, x, pool);
+    case ggml_type::MXFP4: return detail::gemv_many<detail::dec_mxfp4>(parts, n, cols, x, pool);
+    case ggml_type::IQ4_XS: return detail::gemv_many<detail::dec_iq4_xs>(parts, n, cols, x, pool);
     default: return false;
     }
 }
