@@ -47,7 +47,8 @@
 
 namespace archetype::quant::vnni::gemv {
 
-enum class format { q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q4_K, q5_K, iq4_xs };
+/// q2_K and q3_K: gemv_k16.hpp's kernel (16-element sub-blocks).
+enum class format { q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q4_K, q5_K, iq4_xs, q2_K, q3_K };
 
 /// Block geometry: bytes per 32-block, offset of the quants, of the 32 high bits
 /// (5-bit types; -1 none), zero point z (w = s * (u - z); 0: a min follows the
