@@ -5,7 +5,7 @@
 //
 // A super-block's 64 bytes of 2-bit quants hold element 128n + 32j + l in bits
 // 2j, 2j + 1 of byte 32n + l (n < 2, j < 4, l < 32). So one 64-byte load and, per
-// plane j, a shift and an and give 64 quants whose 128-bit lanes are exactly the
+// plane j, one GF(2) affine map (an and for j = 0) give 64 quants whose 128-bit lanes are exactly the
 // sub-blocks 2j, 2j + 1, 8 + 2j and 9 + 2j, against activations laid out once per
 // call to match (split_k16: per super-block and plane, x[32j..32j+31] then
 // x[128+32j..128+32j+31]). Q3_K's third bit (hmask[l] bit 4n + j) is added as 4
@@ -66,14 +66,18 @@ inline void rows16_k16(const std::uint8_t* W, std::size_t row_bytes, std::size_t
     for (int j = 0; j < 4; ++j)
         sel[j] = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << j)),
                                     _mm256_set1_epi8(static_cast<char>(1 << (4 + j))), 1);
+    __m512i plane[4]; // gf2p8affine matrices: result bit 0 <- bit 2j, bit 1 <- bit 2j + 1
+    for (int j = 0; j < 4; ++j)
+        plane[j] = _mm512_set1_epi64(static_cast<long long>((std::uint64_t(1) << (2 * j)) << 56 | (std::uint64_t(2) << (2 * j)) << 48));
     auto dots = [&](const std::uint8_t* sb, const __m512i x[4], __m512i out[4]) {
         const __m512i v = _mm512_loadu_si512(sb + qs);
         __m512i hm = zero;
         if constexpr (Q3) hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
         for (int j = 0; j < 4; ++j) {
-            // bits 2j, 2j + 1 of each byte (what a 16-bit shift brings down from the
-            // high byte lands above bit 1)
-            __m512i u = _mm512_and_si512(_mm512_srli_epi16(v, unsigned(2 * j)), m3);
+            // bits 2j, 2j + 1 of each byte to bits 0, 1: one GF(2) affine map instead
+            // of a shift and an and (per CPU-second, 1024 x 4096: Q2_K 18.5 -> 20.2 GB/s,
+            // Q3_K 24.8 -> 25.5)
+            __m512i u = j == 0 ? _mm512_and_si512(v, m3) : _mm512_gf2p8affine_epi64_epi8(v, plane[j], 0);
             if constexpr (Q3) u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hm, sel[j]), u, four);
             out[j] = _mm512_dpbusd_epi32(zero, u, x[j]);
         }
