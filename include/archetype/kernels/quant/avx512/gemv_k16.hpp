@@ -5,9 +5,9 @@
 //
 // A super-block's 64 bytes of 2-bit quants hold element 128n + 32j + l in bits
 // 2j, 2j + 1 of byte 32n + l (n < 2, j < 4, l < 32). So one 64-byte load and, per
-// plane j, one GF(2) affine map (an and for j = 0) give 64 quants whose 128-bit lanes are exactly the
-// sub-blocks 2j, 2j + 1, 8 + 2j and 9 + 2j, against activations laid out once per
-// call to match (split_k16: per super-block and plane, x[32j..32j+31] then
+// plane j, one GF(2) affine map (an and for j = 0) give 64 quants whose 128-bit
+// lanes are exactly the sub-blocks 2j, 2j + 1, 8 + 2j and 9 + 2j, against
+// activations laid out once per call to match (split_k16: per super-block and plane, x[32j..32j+31] then
 // x[128+32j..128+32j+31]). Q3_K's third bit (hmask[l] bit 4n + j) is added as 4
 // where set: u = q + 4 in 0..7, zero point 4. One vpdpbusd per plane and row; the
 // per-lane partials go through gemv.hpp's int16 reduction and transpose (all its
