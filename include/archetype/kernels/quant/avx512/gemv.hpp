@@ -659,6 +659,10 @@ inline void rows16_iq4_xs(const std::uint8_t* W, std::size_t row_bytes, std::siz
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (std::size_t u = 0; u < n_super; ++u) {
+        // the fold reads no weights: the cursor moves on meanwhile, fold_ahead per group
+        // as in rows16 (from DRAM, 2 threads, 5632 x 2048: 17.5-18.2 -> 19.3-19.5 GB/s)
+        for (std::size_t o = 0; o < 2 * fold_ahead; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+        pf += 2 * fold_ahead;
         // lane r: row r's header, dword 0 (d | scales_h << 16) and dword 1 (scales_l)
         const __m512i q0 = _mm512_load_si512(S + u * 128), q1 = _mm512_load_si512(S + u * 128 + 64);
         const __m512i w0 = _mm512_permutex2var_epi32(q0, even, q1), w1 = _mm512_permutex2var_epi32(q0, odd, q1);
