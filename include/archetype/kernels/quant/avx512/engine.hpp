@@ -19,8 +19,8 @@
 // Elements stay in row order in u. The batch engine (packing.hpp, tile.hpp) repacks the
 // decoded bytes of 32 rows so that each fp32 accumulator lane is one output and
 // whole sub-blocks are summed in int32 by vpdpbusd before one float step per
-// sub-block; a single token skips the repacking (gemv.hpp; gemv16 for
-// Q6_K and for Q8_0 rows of 4 KiB and more). All give every output
+// sub-block; a single token skips the repacking (gemv.hpp, gemv_k16.hpp for Q2_K and
+// Q3_K; gemv16 for Q6_K and for Q8_0 rows of 4 KiB and more). All give every output
 // the same exact integer sums and the same float chain, so results do not
 // depend on the thread count or on how many tokens are batched.
 #include "archetype/kernels/quant/avx512/level.hpp"
