@@ -7,6 +7,11 @@
 //  3. Prefill (512 tokens, 4096 x 4096), 2 threads: GFLOP/s.
 //  4. Kernel throughput per CPU-second, 1 thread (thread CPU time, best of 5):
 //     insensitive to other processes sharing the cores, unlike 1-3.
+// Also in (2): the 4096 x 4096 matrix called again and again (resident in a large
+// L3, e.g. 32 MiB; best of 15 rounds), which shows the kernel's own speed where DRAM
+// would hide it.
+// Arguments: type names (Q4_0, IQ4_XS, Q4_0x16 ...) run only those; --decode runs
+// only (1) and (2).
 // Q4_0x16 is Q4_0 in the 16-row interleaved layout the decoder loader makes
 // (kernels/quant/interleaved.hpp), on this build's x16 kernels.
 #include <algorithm>
@@ -15,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <time.h>
@@ -67,6 +73,12 @@ std::vector<std::uint8_t> random_matrix(ggml_type t, std::size_t rows, std::size
         case ggml_type::F16: archetype::quant::store_f16(b, s); break;
         case ggml_type::BF16: archetype::quant::store_u16(b, archetype::fp32_to_bf16(s)); break;
         case ggml_type::Q6_K: archetype::quant::store_f16(b + 208, s); break;
+        case ggml_type::Q3_K: archetype::quant::store_f16(b + 108, s); break;
+        case ggml_type::Q2_K:
+            archetype::quant::store_f16(b + 80, s);
+            archetype::quant::store_f16(b + 82, s);
+            break;
+        case ggml_type::MXFP4: b[0] = static_cast<std::uint8_t>(120 + i % 7); break; // E8M0: 2^-7 .. 2^-1
         case ggml_type::Q4_1: case ggml_type::Q5_1: case ggml_type::Q4_K: case ggml_type::Q5_K:
             archetype::quant::store_f16(b, s);
             archetype::quant::store_f16(b + 2, s);
@@ -98,7 +110,8 @@ struct variant {
 std::vector<variant> variants() {
     std::vector<variant> v;
     for (ggml_type t : {ggml_type::Q8_0, ggml_type::Q4_0, ggml_type::Q4_1, ggml_type::Q5_0, ggml_type::Q5_1,
-                        ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::F16, ggml_type::BF16,
+                        ggml_type::Q4_K, ggml_type::Q5_K, ggml_type::Q6_K, ggml_type::Q2_K, ggml_type::Q3_K,
+                        ggml_type::IQ4_NL, ggml_type::IQ4_XS, ggml_type::MXFP4, ggml_type::F16, ggml_type::BF16,
                         ggml_type::F32}) {
         v.push_back({t});
         if ((t == ggml_type::Q4_0 || t == ggml_type::Q8_0) && k::has_x16) v.push_back({t, true});
@@ -108,7 +121,23 @@ std::vector<variant> variants() {
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    bool decode_only = false;
+    std::vector<std::string> only;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--decode") decode_only = true;
+        else only.push_back(a);
+    }
+    std::vector<variant> chosen;
+    for (const variant& v : variants())
+        if (only.empty() || std::find(only.begin(), only.end(), v.name()) != only.end()) chosen.push_back(v);
+    if (chosen.empty()) {
+        std::fprintf(stderr, "bench_quant: no type named");
+        for (const auto& a : only) std::fprintf(stderr, " %s", a.c_str());
+        std::fprintf(stderr, " (names as printed in the tables, e.g. Q4_0, IQ4_XS, Q4_0x16)\n");
+        return 2;
+    }
     archetype::bench_util::announce_level();
     archetype::thread_pool pool(2);
     const double bw = archetype::bench_util::read_bandwidth_gbs(pool);
@@ -117,12 +146,25 @@ int main() {
     std::vector<std::uint8_t> arena(big);
     struct shape { std::size_t rows, cols; };
     const shape shapes[] = {{4096, 4096}, {5632, 2048}};
-    std::printf("decode GEMV, 1 token, 2 threads, weights streamed from DRAM\n");
-    std::printf("%-7s %14s %8s %14s %8s\n", "type", "4096x4096 GB/s", "of bw", "5632x2048 GB/s", "of bw");
+    std::printf("decode GEMV, 1 token, 2 threads, GB/s of weight bytes: one 4096x4096 matrix called again and "
+                "again (hot: cache-resident where it fits, best of 15), and streamed from DRAM\n");
+    std::printf("%-7s %10s %14s %8s %14s %8s\n", "type", "hot 4096^2", "4096x4096 GB/s", "of bw", "5632x2048 GB/s", "of bw");
     std::vector<float> x(16384), y(16384);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 13) - 6) * 0.1f;
-    for (const variant& t : variants()) {
+    for (const variant& t : chosen) {
         std::printf("%-7s", t.name().c_str());
+        {
+            const auto m = t.matrix(4096, 4096);
+            const k::weight_view W = t.view(m.data(), 4096, 4096);
+            constexpr int calls = 20;
+            double best = 0;
+            for (int rep = 0; rep < 16; ++rep) { // the first round warms the caches
+                const auto t0 = clk::now();
+                for (int c = 0; c < calls; ++c) k::matmul(W, x.data(), 4096, 1, y.data(), 4096, &pool);
+                if (rep) best = std::max(best, double(calls * m.size()) / seconds_since(t0) / 1e9);
+            }
+            std::printf(" %10.1f", best);
+        }
         for (const auto& s : shapes) {
             const auto m = t.matrix(s.rows, s.cols);
             const std::size_t copies = std::max<std::size_t>(1, big / m.size());
@@ -139,7 +181,9 @@ int main() {
             std::printf(" %14.1f %8.2f", r, r / bw);
         }
         std::printf("\n");
+        std::fflush(stdout);
     }
+    if (decode_only) return 0;
 
     std::printf("\nprefill, 512 tokens x 4096 -> 4096, 2 threads\n%-7s %10s %10s\n", "type", "ms", "GFLOP/s");
     const std::size_t n_tok = 512, rows = 4096, cols = 4096;
@@ -147,7 +191,7 @@ int main() {
     std::mt19937 rng(1);
     std::normal_distribution<float> g;
     for (auto& v : X) v = g(rng);
-    for (const variant& t : variants()) {
+    for (const variant& t : chosen) {
         const auto m = t.matrix(rows, cols);
         const k::weight_view W = t.view(m.data(), rows, cols);
         k::matmul(W, X.data(), cols, n_tok, Y.data(), rows, &pool); // warm-up
@@ -164,7 +208,7 @@ int main() {
 
     std::printf("\nper CPU-second, 1 thread (thread CPU time, best of 5; weights 1024 x 4096, L2/L3 resident)\n"
                 "%-7s %16s %20s\n", "type", "GEMV GB/s", "prefill 128 GOP/s");
-    for (const variant& t : variants()) {
+    for (const variant& t : chosen) {
         const std::size_t r1 = 1024, c1 = 4096, nt = 128;
         const auto m = t.matrix(r1, c1);
         const k::weight_view W = t.view(m.data(), r1, c1);

@@ -19,8 +19,8 @@
 // Elements stay in row order in u. The batch engine (packing.hpp, tile.hpp) repacks the
 // decoded bytes of 32 rows so that each fp32 accumulator lane is one output and
 // whole sub-blocks are summed in int32 by vpdpbusd before one float step per
-// sub-block; a single token skips the repacking (gemv.hpp; gemv16 for
-// Q6_K and for Q8_0 rows of 4 KiB and more). All give every output
+// sub-block; a single token skips the repacking (gemv.hpp, gemv_k16.hpp for Q2_K and
+// Q3_K; gemv16 for Q6_K and for Q8_0 rows of 4 KiB and more). All give every output
 // the same exact integer sums and the same float chain, so results do not
 // depend on the thread count or on how many tokens are batched.
 #include "archetype/kernels/quant/avx512/level.hpp"
@@ -42,6 +42,7 @@
 #include "archetype/kernels/quant/avx512/activations.hpp"
 #include "archetype/kernels/quant/avx512/decoders.hpp"
 #include "archetype/kernels/quant/avx512/gemv.hpp"
+#include "archetype/kernels/quant/avx512/gemv_k16.hpp"
 #include "archetype/kernels/quant/avx512/gemv16.hpp"
 #include "archetype/kernels/quant/avx512/packing.hpp"
 #include "archetype/kernels/quant/avx512/tile.hpp"
@@ -68,8 +69,8 @@ struct byte_scratch {
     }
 };
 
-// Decode of the legacy types, Q4_K and Q5_K: gemv.hpp's 128-element kernel
-// (same results as gemv16, which Q6_K still uses).
+// Decode of the legacy types, IQ4_NL, MXFP4, Q4_K, Q5_K and IQ4_XS: gemv.hpp's 128-element
+// kernel; Q2_K and Q3_K: gemv_k16.hpp's (same results as gemv16, which Q6_K still uses).
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
 template <class D> inline constexpr int gemv_format = -1;
 template <> inline constexpr int gemv_format<dec_q8_0> = int(gemv::format::q8_0);
@@ -79,6 +80,11 @@ template <> inline constexpr int gemv_format<dec_q5_0> = int(gemv::format::q5_0)
 template <> inline constexpr int gemv_format<dec_q5_1> = int(gemv::format::q5_1);
 template <> inline constexpr int gemv_format<dec_q4_K> = int(gemv::format::q4_K);
 template <> inline constexpr int gemv_format<dec_q5_K> = int(gemv::format::q5_K);
+template <> inline constexpr int gemv_format<dec_iq4_nl> = int(gemv::format::iq4_nl);
+template <> inline constexpr int gemv_format<dec_mxfp4> = int(gemv::format::mxfp4);
+template <> inline constexpr int gemv_format<dec_iq4_xs> = int(gemv::format::iq4_xs);
+template <> inline constexpr int gemv_format<dec_q2_K> = int(gemv::format::q2_K);
+template <> inline constexpr int gemv_format<dec_q3_K> = int(gemv::format::q3_K);
 
 /// One matrix of a fused single-token GEMV: rows x (shared cols) weights, output y.
 struct gemv_part {
@@ -99,19 +105,25 @@ inline void gemv_legacy(const gemv_part* parts, std::size_t n, std::size_t row_b
     static thread_local byte_scratch split_buf;
     std::uint8_t* xs = split_buf.get(gemv::split_bytes(n_groups));
     constexpr auto F = gemv::format(gemv_format<D>);
-    gemv::split<F>(act, L.n_slices * 64, n_groups, xs);
+    constexpr bool k16 = F == gemv::format::q2_K || F == gemv::format::q3_K;
+    if constexpr (k16) gemv::split_k16(act, n_blocks, xs);
+    else gemv::split<F>(act, L.n_slices * 64, n_groups, xs);
     const auto* dx = reinterpret_cast<const float*>(act + L.dx_off());
     const std::uint8_t* aux = act + L.aux_off();
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) total += (parts[i].rows + 15) / 16;
     auto dec = [&](std::size_t gb, std::size_t ge) {
         static thread_local byte_scratch part_buf;
-        std::uint8_t* part = part_buf.get(gemv::rows16_scratch(2 * L.n_slices));
+        std::uint8_t* part = part_buf.get(k16 ? gemv::rows16_k16_scratch(n_blocks) : gemv::rows16_scratch(2 * L.n_slices));
         std::size_t i = 0, first = 0; // matrix i holds groups [first, first + its groups)
         for (std::size_t g = gb; g < ge; ++g) {
             while (g - first >= (parts[i].rows + 15) / 16) first += (parts[i++].rows + 15) / 16;
-            gemv::run16<F>(parts[i].W, row_bytes, parts[i].rows, (g - first) * 16, n_blocks, 2 * L.n_slices, xs, dx,
-                           aux, parts[i].y, part);
+            if constexpr (k16)
+                gemv::rows16_k16<F == gemv::format::q3_K>(parts[i].W, row_bytes, parts[i].rows, (g - first) * 16, n_blocks,
+                                                          xs, dx, aux, parts[i].y, part);
+            else
+                gemv::run16<F>(parts[i].W, row_bytes, parts[i].rows, (g - first) * 16, n_blocks, 2 * L.n_slices, xs, dx,
+                               aux, parts[i].y, part);
         }
     };
     if (pool) pool->parallel_for(total, dec); else dec(0, total);
@@ -260,6 +272,11 @@ inline bool gemv_many(ggml_type type, const detail::gemv_part* parts, std::size_
     case ggml_type::Q5_1: return detail::gemv_many<detail::dec_q5_1>(parts, n, cols, x, pool);
     case ggml_type::Q4_K: return detail::gemv_many<detail::dec_q4_K>(parts, n, cols, x, pool);
     case ggml_type::Q5_K: return detail::gemv_many<detail::dec_q5_K>(parts, n, cols, x, pool);
+    case ggml_type::IQ4_NL: return detail::gemv_many<detail::dec_iq4_nl>(parts, n, cols, x, pool);
+    case ggml_type::MXFP4: return detail::gemv_many<detail::dec_mxfp4>(parts, n, cols, x, pool);
+    case ggml_type::IQ4_XS: return detail::gemv_many<detail::dec_iq4_xs>(parts, n, cols, x, pool);
+    case ggml_type::Q2_K: return detail::gemv_many<detail::dec_q2_K>(parts, n, cols, x, pool);
+    case ggml_type::Q3_K: return detail::gemv_many<detail::dec_q3_K>(parts, n, cols, x, pool);
     default: return false;
     }
 }

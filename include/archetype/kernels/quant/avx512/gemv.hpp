@@ -1,6 +1,7 @@
 #pragma once
-// Single-token quantised GEMV (decode) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
-// Q8_0 rows under 4 KiB (q8_group_dot) on AVX-512 VNNI + VBMI + GFNI: y[r] = sum_k W[r][k] * x[k] with x already
+// Single-token quantised GEMV (decode) for Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q4_K,
+// Q5_K, IQ4_XS and Q8_0 rows under 4 KiB (q8_group_dot) on AVX-512 VNNI + VBMI + GFNI:
+// y[r] = sum_k W[r][k] * x[k] with x already
 // quantised to int8 (per 32-block scale dx, per block auxiliary word;
 // activations.hpp's act_layout).
 //
@@ -13,7 +14,8 @@
 //   * the activations are re-laid out once per call to match: per 128-element
 //     group, `lo` holds elements 0-15 of each block and `hi` elements 16-31
 //     (the low and high nibbles of a byte), so the nibbles need no per-row
-//     shuffle, just an and and one GF(2) affine;
+//     shuffle, just an and and one GF(2) affine (the code-table types, IQ4_NL
+//     and MXFP4, then look the nibbles up: one vpshufb each, u = value + 128);
 //   * two vpdpbusd, started at a precomputed per-lane -zero * sum(xq), leave
 //     128-bit lane j = four partial sums of block j (zero point included);
 //   * 16 rows are then reduced and transposed into lanes = rows, through int16
@@ -39,12 +41,14 @@
 #include <cstring>
 #include <type_traits>
 
+#include "archetype/kernels/quant/ggml_tables.hpp"
 #include "archetype/kernels/quant/interleaved.hpp"
 #include "archetype/kernels/quant/avx512/lanes.hpp"
 
 namespace archetype::quant::vnni::gemv {
 
-enum class format { q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K };
+/// q2_K and q3_K: gemv_k16.hpp's kernel (16-element sub-blocks).
+enum class format { q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q4_K, q5_K, iq4_xs, q2_K, q3_K };
 
 /// Block geometry: bytes per 32-block, offset of the quants, of the 32 high bits
 /// (5-bit types; -1 none), zero point z (w = s * (u - z); 0: a min follows the
@@ -59,6 +63,18 @@ template <> struct geometry<format::q4_0> { static constexpr int bytes = 18, qs 
 template <> struct geometry<format::q4_1> { static constexpr int bytes = 20, qs = 4, qh = -1, zero = 0, packs = 1; };   // 16 * 15 * 127
 template <> struct geometry<format::q5_0> { static constexpr int bytes = 22, qs = 6, qh = 2, zero = 16, packs = 1; };   // 16 * 16 * 127
 template <> struct geometry<format::q5_1> { static constexpr int bytes = 24, qs = 8, qh = 4, zero = 0, packs = 0; };
+// The code-table types: the nibble is an index into 16 int8 values v (code_table),
+// read as u = v + 128 (zero point 128, as Q8_0). IQ4_NL: |v| <= 127, 8 * 127 * 127
+// per dword lane does not fit int16. MXFP4 (an E8M0 scale byte, then the nibbles):
+// |v| <= 12, the int16 steps hold sums of 8 and 16 products, 16 * 12 * 127 < 2^15.
+template <> struct geometry<format::iq4_nl> { static constexpr int bytes = 18, qs = 2, qh = -1, zero = 128, packs = 0; };
+template <> struct geometry<format::mxfp4> { static constexpr int bytes = 17, qs = 1, qh = -1, zero = 128, packs = 2; };
+
+/// The 16 values of a code-table type's nibbles (nullptr: the nibble is the quant).
+template <format F> inline constexpr const std::int8_t* code_table = nullptr;
+template <> inline constexpr const std::int8_t* code_table<format::iq4_nl> = ggml_tables::kvalues_iq4nl;
+template <> inline constexpr const std::int8_t* code_table<format::mxfp4> = ggml_tables::kvalues_mxfp4;
+template <> inline constexpr const std::int8_t* code_table<format::iq4_xs> = ggml_tables::kvalues_iq4nl;
 
 // Rows read side by side in the first pass (legacy types; 2, 4, 8 and 16 measured
 // alike from DRAM under load, 16 costs registers).
@@ -176,6 +192,21 @@ inline __m512i perm2(__m512i a, const std::array<std::uint8_t, 64>& idx, __m512i
     return _mm512_permutex2var_epi8(a, load_idx(idx), b);
 }
 
+/// A code table as u = value + 128, in all four 128-bit lanes (vpshufb's operand).
+inline __m512i table_u(const std::int8_t* values) noexcept {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values));
+    return _mm512_broadcast_i32x4(_mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
+/// 16 MXFP4 scales (the E8M0 bytes, in the low byte of 16-bit words) as blocks.hpp's
+/// e8m0_to_fp32_half makes them: 2^(e - 128), the subnormals 2^-128 and 2^-127 for e < 2.
+inline __m512 e8m0_half16(__m256i words) noexcept {
+    const __m512i e = _mm512_and_si512(_mm512_cvtepu16_epi32(words), _mm512_set1_epi32(0xFF));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
+}
+
 /// One row's group: d = 128-bit lane j holds the four partial sums of block j;
 /// rec = the row's scale record in bytes 0..K-1.
 struct row_part { __m512i d, rec; };
@@ -202,6 +233,11 @@ inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m51
         const __m512i m4 = _mm512_set1_epi8(0x0F);
         // high nibbles by one GF(2) affine map (bit i <- bit i + 4) instead of shift + and
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(0x1020408000000000ll), 0);
+        if constexpr (code_table<F> != nullptr) {
+            const __m512i t = table_u(code_table<F>);
+            lo = _mm512_shuffle_epi8(t, lo);
+            hi = _mm512_shuffle_epi8(t, hi);
+        }
         if constexpr (geometry<F>::qh >= 0) {
             const __m512i h = perm2(z0, Lt::high, z1);
             const __m512i sixteen = _mm512_set1_epi8(16);
@@ -308,8 +344,12 @@ inline __m512 fold16(const std::uint8_t* D, const std::uint8_t* S, const float* 
         sc[0] = perm2(s0, Lt::fin0, s1);
         sc[1] = perm2(s0, Lt::fin1, s1);
     }
+    // the scale (or min) words of sub-block j of 16 rows as floats; MXFP4: the low
+    // byte of the word (the rest is its first quant byte) is the E8M0 scale
     auto half = [](__m512i v, std::size_t j) {
-        return _mm512_cvtph_ps(j % 2 ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v));
+        const __m256i w = j % 2 ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v);
+        if constexpr (F == format::mxfp4) return e8m0_half16(w);
+        else return _mm512_cvtph_ps(w);
     };
     for (std::size_t j = 0; j < n_fold; ++j) {
         const __m512 s = half(sc[j / 2], j);
@@ -568,11 +608,92 @@ inline void rows16_k(const std::uint8_t* W, std::size_t row_bytes, std::size_t r
     _mm512_mask_storeu_ps(y + r0, __mmask16((1u << nr) - 1u), acc);
 }
 
+// ---------------------------------------------------------------- IQ4_XS
+// A 136-byte IQ4_XS super-block: d (F16), scales_h (16 bits), scales_l (4 bytes), then
+// eight 32-element blocks of 16 bytes laid out as Q4_0's / IQ4_NL's quants (low nibbles
+// = elements 0-15, high = 16-31) without the per-block scales: a 128-element group is
+// 64 contiguous bytes, one plain load where the legacy types need a gather, against
+// split_halves' activations (zero 128). Sub-block k's scale is d * (ls_k - 32), ls_k
+// = bits 4k..4k+3 of scales_l | bits 2k, 2k + 1 of scales_h << 4 (blocks.hpp's
+// iq4_xs_scale): 16 rows' 8-byte headers are unpacked in lanes = rows.
+
+/// rows16 for IQ4_XS: n_super super-blocks per row.
+inline void rows16_iq4_xs(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
+                          std::size_t n_super, const std::uint8_t* xs, const float* dx, float* y,
+                          std::uint8_t* scratch) noexcept {
+    constexpr std::size_t sbytes = 136, qs = 8;
+    const std::size_t n_groups = 2 * n_super;
+    std::uint8_t* D = scratch;                     // [group][row pair] 64 bytes
+    std::uint8_t* S = scratch + n_groups * 8 * 64; // [super][row] 8 bytes
+    const __m512i m4 = _mm512_set1_epi8(0x0F), tbl = detail::table_u(code_table<format::iq4_xs>);
+    const __m512i hi_nib = _mm512_set1_epi64(0x1020408000000000ll);
+    auto dot = [&](const std::uint8_t* sb, std::size_t h, __m512i xlo, __m512i xhi, __m512i init) {
+        const __m512i v = _mm512_loadu_si512(sb + qs + 64 * h);
+        const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(v, m4));
+        const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_gf2p8affine_epi64_epi8(v, hi_nib, 0));
+        // 128-bit lane j: block 4h + j (the zero point in init), as group_dot's
+        return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(init, lo, xlo), hi, xhi);
+    };
+    // the linear L2 cursor of rows16_k
+    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::uint8_t* ra = W + std::min(r0 + 2 * i, rows - 1) * row_bytes;
+        const std::uint8_t* rb = W + std::min(r0 + 2 * i + 1, rows - 1) * row_bytes;
+        for (std::size_t u = 0; u < n_super; ++u) {
+            const std::uint8_t* pa = ra + u * sbytes;
+            const std::uint8_t* pb = rb + u * sbytes;
+            for (std::size_t o = 0; o < 2 * sbytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+            pf += 2 * sbytes;
+            std::memcpy(S + (u * 16 + 2 * i) * 8, pa, 8);
+            std::memcpy(S + (u * 16 + 2 * i + 1) * 8, pb, 8);
+            for (std::size_t h = 0; h < 2; ++h) {
+                const std::size_t g = 2 * u + h;
+                const std::uint8_t* x = xs + g * 192;
+                const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64), init = _mm512_load_si512(x + 128);
+                // |v| <= 127: no int16 step
+                _mm512_store_si512(D + (g * 8 + i) * 64, detail::reduce_pair<0>(dot(pa, h, xlo, xhi, init), dot(pb, h, xlo, xhi, init)));
+            }
+        }
+    }
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (std::size_t u = 0; u < n_super; ++u) {
+        // the fold reads no weights: the cursor moves on meanwhile, fold_ahead per group
+        // as in rows16 (from DRAM, 2 threads, 5632 x 2048: 17.5-18.2 -> 19.3-19.5 GB/s)
+        for (std::size_t o = 0; o < 2 * fold_ahead; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+        pf += 2 * fold_ahead;
+        // lane r: row r's header, dword 0 (d | scales_h << 16) and dword 1 (scales_l)
+        const __m512i q0 = _mm512_load_si512(S + u * 128), q1 = _mm512_load_si512(S + u * 128 + 64);
+        const __m512i w0 = _mm512_permutex2var_epi32(q0, even, q1), w1 = _mm512_permutex2var_epi32(q0, odd, q1);
+        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
+        const __m512i sh = _mm512_srli_epi32(w0, 16);
+        for (std::size_t h = 0; h < 2; ++h) {
+            const std::size_t g = 2 * u + h;
+            __m512i c[8];
+            for (int i = 0; i < 8; ++i) c[i] = _mm512_load_si512(D + (g * 8 + i) * 64);
+            __m512i is[4];
+            detail::reduce_transpose16<0>(c, is);
+            for (unsigned j = 0; j < 4; ++j) {
+                const unsigned k = 4 * unsigned(h) + j; // sub-block within the super-block
+                const __m512i ls = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w1, 4 * k), _mm512_set1_epi32(15)),
+                                                   _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * k), _mm512_set1_epi32(3)), 4));
+                // d * float(ls - 32): the decoder's scale (decoders.hpp's dec_iq4_xs)
+                const __m512 s = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[8 * u + k])), acc);
+            }
+        }
+    }
+    const std::size_t nr = std::min<std::size_t>(16, rows - r0);
+    _mm512_mask_storeu_ps(y + r0, __mmask16((1u << nr) - 1u), acc);
+}
+
 /// The activation layout rows16<F> reads (split_bytes(n_groups) bytes at out).
 template <format F>
 inline void split(const std::uint8_t* q, std::size_t n_valid, std::size_t n_groups, std::uint8_t* out) noexcept {
     if constexpr (F == format::q4_K || F == format::q5_K) split_q4_K(q, n_valid, n_groups, out);
     else if constexpr (F == format::q8_0) split_plain(q, n_valid, n_groups, out);
+    else if constexpr (F == format::iq4_xs) split_halves(q, n_valid, n_groups, 128, out);
     else split_halves(q, n_valid, n_groups, geometry<F>::zero, out);
 }
 
@@ -629,13 +750,14 @@ inline __m512 rows16_x16(const std::uint8_t* G, std::size_t n_blocks, const std:
     return acc;
 }
 
-/// Dispatch: rows16 (legacy types, n_blocks 32-blocks) or rows16_k (n_blocks super-blocks).
+/// Dispatch: rows16 (legacy types, n_blocks 32-blocks), rows16_k or rows16_iq4_xs (n_blocks super-blocks).
 template <format F>
 inline void run16(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0, std::size_t n_blocks,
                   std::size_t n_sub, const std::uint8_t* xs, const float* dx, const std::uint8_t* aux, float* y,
                   std::uint8_t* scratch) noexcept {
     if constexpr (F == format::q4_K || F == format::q5_K)
         rows16_k<F == format::q5_K>(W, row_bytes, rows, r0, n_blocks, xs, dx, aux, y, scratch);
+    else if constexpr (F == format::iq4_xs) rows16_iq4_xs(W, row_bytes, rows, r0, n_blocks, xs, dx, y, scratch);
     else rows16<F>(W, row_bytes, rows, r0, n_blocks, n_sub, xs, dx, aux, y, scratch);
 }
 
