@@ -515,6 +515,30 @@ alignas(64) inline constexpr std::array<std::uint8_t, 64> qh_select = [] {
 }();
 } // namespace detail
 
+/// The first pass of the super-block rows16 kernels (rows16_k, rows16_iq4_xs,
+/// gemv_k16.hpp): the group's 16 rows (from r0; the last row repeated past `rows`) two at
+/// a time, super-block by super-block, visit(pa, pb, u, i) getting super-block u of rows
+/// 2i and 2i + 1. One linear cursor over the group's rows (contiguous in memory) runs
+/// linear_ahead bytes ahead into L2, advancing by the two super-blocks each step reads.
+/// It replaced per-row prefetches 2 KiB ahead into L1, which left the DRAM stream short of
+/// misses in flight: 4096 x 4096 from DRAM, 2 threads, Q4_K 16.5 -> 26.4 GB/s, Q5_K 16.5 ->
+/// 29.0, 5632 x 2048 Q4_K 18.5 -> 30.8 (medians of 3-4 interleaved rounds); from L3 on one
+/// thread 26.1 -> 26.9.
+template <class Visit>
+inline void walk_row_pairs(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
+                           std::size_t n_super, std::size_t sbytes, Visit&& visit) noexcept {
+    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::uint8_t* ra = W + std::min(r0 + 2 * i, rows - 1) * row_bytes;
+        const std::uint8_t* rb = W + std::min(r0 + 2 * i + 1, rows - 1) * row_bytes;
+        for (std::size_t u = 0; u < n_super; ++u) {
+            for (std::size_t o = 0; o < 2 * sbytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
+            pf += 2 * sbytes;
+            visit(ra + u * sbytes, rb + u * sbytes, u, i);
+        }
+    }
+}
+
 /// rows16 for Q4_K / Q5_K: n_super super-blocks per row; n_sub = 8 * n_super sub-blocks.
 template <bool Q5>
 inline void rows16_k(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
@@ -543,33 +567,19 @@ inline void rows16_k(const std::uint8_t* W, std::size_t row_bytes, std::size_t r
         // lanes lo 0 0 2 2, hi 1 1 3 3 -> halves [0 1 2 3] + [0 1 2 3]
         return _mm512_add_epi32(_mm512_permutex2var_epi64(dl, ia, dh), _mm512_permutex2var_epi64(dl, ib, dh));
     };
-    // One linear cursor over the group's 16 rows (contiguous in memory), linear_ahead
-    // bytes ahead into L2, advancing by the two rows' super-blocks each step consumes,
-    // as rows16 does. Replaced per-row prefetches 2 KiB ahead into L1, which left the
-    // DRAM stream short of misses in flight: 4096 x 4096 from DRAM, 2 threads, Q4_K
-    // 16.5 -> 26.4 GB/s, Q5_K 16.5 -> 29.0, 5632 x 2048 Q4_K 18.5 -> 30.8 (medians of
-    // 3-4 interleaved rounds); from L3 on one thread 26.1 -> 26.9.
-    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
-    for (std::size_t i = 0; i < 8; ++i) {
-        const std::uint8_t* ra = W + std::min(r0 + 2 * i, rows - 1) * row_bytes;
-        const std::uint8_t* rb = W + std::min(r0 + 2 * i + 1, rows - 1) * row_bytes;
-        for (std::size_t u = 0; u < n_super; ++u) {
-            const std::uint8_t* pa = ra + u * sbytes;
-            const std::uint8_t* pb = rb + u * sbytes;
-            for (std::size_t o = 0; o < 2 * sbytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
-            pf += 2 * sbytes;
-            _mm_store_si128(reinterpret_cast<__m128i*>(S + (u * 16 + 2 * i) * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(pa)));
-            _mm_store_si128(reinterpret_cast<__m128i*>(S + (u * 16 + 2 * i + 1) * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb)));
-            for (std::size_t h = 0; h < 2; ++h) {
-                const std::size_t g = 2 * u + h;
-                const std::uint8_t* x = xs + g * 192;
-                const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64);
-                const __m512i a = dot(pa, h, xlo, xhi), b = dot(pb, h, xlo, xhi);
-                // Q4_K: 16 * 15 * 127 < 2^15 (int16 step); Q5_K: 16 * 31 * 127 is not
-                _mm512_store_si512(D + (g * 8 + i) * 64, detail::reduce_pair<Q5 ? 0 : 1>(a, b));
-            }
+    walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes,
+                   [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
+        _mm_store_si128(reinterpret_cast<__m128i*>(S + (u * 16 + 2 * i) * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(pa)));
+        _mm_store_si128(reinterpret_cast<__m128i*>(S + (u * 16 + 2 * i + 1) * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb)));
+        for (std::size_t h = 0; h < 2; ++h) {
+            const std::size_t g = 2 * u + h;
+            const std::uint8_t* x = xs + g * 192;
+            const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64);
+            const __m512i a = dot(pa, h, xlo, xhi), b = dot(pb, h, xlo, xhi);
+            // Q4_K: 16 * 15 * 127 < 2^15 (int16 step); Q5_K: 16 * 31 * 127 is not
+            _mm512_store_si512(D + (g * 8 + i) * 64, detail::reduce_pair<Q5 ? 0 : 1>(a, b));
         }
-    }
+    });
     __m512 acc = _mm512_setzero_ps();
     const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m2 = _mm512_set1_epi32(0x03030303), n4 = _mm512_set1_epi32(0x0F0F0F0F);
     for (std::size_t u = 0; u < n_super; ++u) {
@@ -634,27 +644,18 @@ inline void rows16_iq4_xs(const std::uint8_t* W, std::size_t row_bytes, std::siz
         // 128-bit lane j: block 4h + j (the zero point in init), as group_dot's
         return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(init, lo, xlo), hi, xhi);
     };
-    // the linear L2 cursor of rows16_k
-    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
-    for (std::size_t i = 0; i < 8; ++i) {
-        const std::uint8_t* ra = W + std::min(r0 + 2 * i, rows - 1) * row_bytes;
-        const std::uint8_t* rb = W + std::min(r0 + 2 * i + 1, rows - 1) * row_bytes;
-        for (std::size_t u = 0; u < n_super; ++u) {
-            const std::uint8_t* pa = ra + u * sbytes;
-            const std::uint8_t* pb = rb + u * sbytes;
-            for (std::size_t o = 0; o < 2 * sbytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
-            pf += 2 * sbytes;
-            std::memcpy(S + (u * 16 + 2 * i) * 8, pa, 8);
-            std::memcpy(S + (u * 16 + 2 * i + 1) * 8, pb, 8);
-            for (std::size_t h = 0; h < 2; ++h) {
-                const std::size_t g = 2 * u + h;
-                const std::uint8_t* x = xs + g * 192;
-                const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64), init = _mm512_load_si512(x + 128);
-                // |v| <= 127: no int16 step
-                _mm512_store_si512(D + (g * 8 + i) * 64, detail::reduce_pair<0>(dot(pa, h, xlo, xhi, init), dot(pb, h, xlo, xhi, init)));
-            }
+    walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes,
+                   [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
+        std::memcpy(S + (u * 16 + 2 * i) * 8, pa, 8);
+        std::memcpy(S + (u * 16 + 2 * i + 1) * 8, pb, 8);
+        for (std::size_t h = 0; h < 2; ++h) {
+            const std::size_t g = 2 * u + h;
+            const std::uint8_t* x = xs + g * 192;
+            const __m512i xlo = _mm512_load_si512(x), xhi = _mm512_load_si512(x + 64), init = _mm512_load_si512(x + 128);
+            // |v| <= 127: no int16 step
+            _mm512_store_si512(D + (g * 8 + i) * 64, detail::reduce_pair<0>(dot(pa, h, xlo, xhi, init), dot(pb, h, xlo, xhi, init)));
         }
-    }
+    });
     __m512 acc = _mm512_setzero_ps();
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));

@@ -90,26 +90,17 @@ inline void rows16_k16(const std::uint8_t* W, std::size_t row_bytes, std::size_t
             std::memcpy(H + (u * 16 + r) * 4, sb + 80, 4);
         }
     };
-    // gemv.hpp's linear L2 cursor over the group's 16 rows (rows16_k)
-    const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
-    for (std::size_t i = 0; i < 8; ++i) {
-        const std::uint8_t* ra = W + std::min(r0 + 2 * i, rows - 1) * row_bytes;
-        const std::uint8_t* rb = W + std::min(r0 + 2 * i + 1, rows - 1) * row_bytes;
-        for (std::size_t u = 0; u < n_super; ++u) {
-            const std::uint8_t* pa = ra + u * sbytes;
-            const std::uint8_t* pb = rb + u * sbytes;
-            for (std::size_t o = 0; o < 2 * sbytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
-            pf += 2 * sbytes;
-            record(pa, u, 2 * i);
-            record(pb, u, 2 * i + 1);
-            __m512i x[4], a[4], b[4];
-            for (int j = 0; j < 4; ++j) x[j] = _mm512_load_si512(xs + 256 * u + 64 * j);
-            dots(pa, x, a);
-            dots(pb, x, b);
-            for (std::size_t j = 0; j < 4; ++j)
-                _mm512_store_si512(D + ((u * 4 + j) * 8 + i) * 64, detail::reduce_pair<2>(a[j], b[j]));
-        }
-    }
+    walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes, // gemv.hpp's first pass
+                   [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
+        record(pa, u, 2 * i);
+        record(pb, u, 2 * i + 1);
+        __m512i x[4], a[4], b[4];
+        for (int j = 0; j < 4; ++j) x[j] = _mm512_load_si512(xs + 256 * u + 64 * j);
+        dots(pa, x, a);
+        dots(pb, x, b);
+        for (std::size_t j = 0; j < 4; ++j)
+            _mm512_store_si512(D + ((u * 4 + j) * 8 + i) * 64, detail::reduce_pair<2>(a[j], b[j]));
+    });
     __m512 acc = _mm512_setzero_ps();
     const __m512i ff = _mm512_set1_epi32(0xFF), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
     for (std::size_t u = 0; u < n_super; ++u) {
