@@ -523,9 +523,9 @@ alignas(64) inline constexpr std::array<std::uint8_t, 64> qh_select = [] {
 /// It replaced per-row prefetches 2 KiB ahead into L1, which left the DRAM stream short of
 /// misses in flight: 4096 x 4096 from DRAM, 2 threads, Q4_K 16.5 -> 26.4 GB/s, Q5_K 16.5 ->
 /// 29.0, 5632 x 2048 Q4_K 18.5 -> 30.8 (medians of 3-4 interleaved rounds); from L3 on one
-/// thread 26.1 -> 26.9.
+/// thread 26.1 -> 26.9. Returns the cursor, for a second pass that keeps the stream moving.
 template <class Visit>
-inline void walk_row_pairs(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
+inline const char* walk_row_pairs(const std::uint8_t* W, std::size_t row_bytes, std::size_t rows, std::size_t r0,
                            std::size_t n_super, std::size_t sbytes, Visit&& visit) noexcept {
     const char* pf = reinterpret_cast<const char*>(W + r0 * row_bytes) + linear_ahead;
     for (std::size_t i = 0; i < 8; ++i) {
@@ -537,6 +537,7 @@ inline void walk_row_pairs(const std::uint8_t* W, std::size_t row_bytes, std::si
             visit(ra + u * sbytes, rb + u * sbytes, u, i);
         }
     }
+    return pf;
 }
 
 /// rows16 for Q4_K / Q5_K: n_super super-blocks per row; n_sub = 8 * n_super sub-blocks.
@@ -644,8 +645,8 @@ inline void rows16_iq4_xs(const std::uint8_t* W, std::size_t row_bytes, std::siz
         // 128-bit lane j: block 4h + j (the zero point in init), as group_dot's
         return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(init, lo, xlo), hi, xhi);
     };
-    walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes,
-                   [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
+    const char* pf = walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes,
+                                    [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
         std::memcpy(S + (u * 16 + 2 * i) * 8, pa, 8);
         std::memcpy(S + (u * 16 + 2 * i + 1) * 8, pb, 8);
         for (std::size_t h = 0; h < 2; ++h) {

@@ -90,8 +90,8 @@ inline void rows16_k16(const std::uint8_t* W, std::size_t row_bytes, std::size_t
             std::memcpy(H + (u * 16 + r) * 4, sb + 80, 4);
         }
     };
-    walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes, // gemv.hpp's first pass
-                   [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
+    const char* pf = walk_row_pairs(W, row_bytes, rows, r0, n_super, sbytes, // gemv.hpp's first pass
+                                    [&](const std::uint8_t* pa, const std::uint8_t* pb, std::size_t u, std::size_t i) {
         record(pa, u, 2 * i);
         record(pb, u, 2 * i + 1);
         __m512i x[4], a[4], b[4];
