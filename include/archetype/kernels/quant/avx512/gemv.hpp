@@ -75,6 +75,10 @@ template <format F> inline constexpr const std::int8_t* code_table = nullptr;
 template <> inline constexpr const std::int8_t* code_table<format::iq4_nl> = ggml_tables::kvalues_iq4nl;
 template <> inline constexpr const std::int8_t* code_table<format::mxfp4> = ggml_tables::kvalues_mxfp4;
 template <> inline constexpr const std::int8_t* code_table<format::iq4_xs> = ggml_tables::kvalues_iq4nl;
+// Whether F has a code table: a plain bool for `if constexpr` (g++ 12 with -fsanitize=undefined,
+// the ASan stage, does not take code_table<F> != nullptr as a constant expression).
+template <format F>
+inline constexpr bool has_code_table = F == format::iq4_nl || F == format::mxfp4 || F == format::iq4_xs;
 
 // Rows read side by side in the first pass (legacy types; 2, 4, 8 and 16 measured
 // alike from DRAM under load, 16 costs registers).
@@ -233,7 +237,7 @@ inline row_part group_dot(const std::uint8_t* p, __m512i xlo, __m512i xhi, __m51
         const __m512i m4 = _mm512_set1_epi8(0x0F);
         // high nibbles by one GF(2) affine map (bit i <- bit i + 4) instead of shift + and
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(0x1020408000000000ll), 0);
-        if constexpr (code_table<F> != nullptr) {
+        if constexpr (has_code_table<F>) {
             const __m512i t = table_u(code_table<F>);
             lo = _mm512_shuffle_epi8(t, lo);
             hi = _mm512_shuffle_epi8(t, hi);
