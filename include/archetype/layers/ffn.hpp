@@ -131,7 +131,7 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
     } else {
         ffn_impl<FFN>::apply(a, n_tok * n_ff);
     }
-    { // the gated product is heavy-tailed: float activations in the mixed batch mode
+    { // the gated product is heavy-tailed: the mixed batch mode runs this product int8x2
         const kernels::batch_activations_scope numerics(
             kernels::for_heavy_tailed_input(kernels::current_batch_activations()));
         kernels::matmul(w.down, a, n_ff, n_tok, y, ldy, pool);
