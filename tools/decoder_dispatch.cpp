@@ -2,6 +2,7 @@
 // compiled in tools/arch/<entry>.cpp (only declared here).
 #include "archetype/models/decoder_architectures.hpp"
 #include "decoder_jobs.hpp"
+#include "entry_handle.hpp"
 
 namespace archetype::tools {
 
@@ -35,6 +36,27 @@ int run_registered_decoder(gguf::file file, const decoder_job& job) {
                               "-Dcli_decoders=false or a -Dcli_decoder_entries list without its entry)");
         }
     });
+}
+
+namespace {
+template <class E>
+std::unique_ptr<model_handle> open_if_compiled(std::string_view entry, gguf::file& file) {
+    if constexpr (compiled_in<E>) {
+        return open_handle<E>(std::move(file)); // instantiated in tools/arch/<entry>.cpp
+    } else {
+        throw argument_error("decoder entry '" + std::string(entry) +
+                             "' is not compiled into this build (-Dcli_decoders=false or a -Dcli_decoder_entries "
+                             "list without it)");
+    }
+}
+} // namespace
+
+std::unique_ptr<model_handle> open_entry(std::string_view entry, gguf::file file) {
+#define X(name, on) \
+    if (entry == #name) return open_if_compiled<presets::name##_architecture>(entry, file);
+    ARCHETYPE_CLI_ENTRIES
+#undef X
+    throw argument_error("no decoder entry is named '" + std::string(entry) + "' (tools/arch/<name>.cpp)");
 }
 
 } // namespace archetype::tools

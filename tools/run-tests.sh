@@ -90,6 +90,18 @@ if [ -d ../shared/fixtures ]; then
     echo "../shared/fixtures exists but the fixtures suite ran no test"; total_fail=$((total_fail + 1))
   fi
 fi
+# The zoo families run on the program's compiled entries (tests/zoo/meson.build registers a
+# family only when its entry is compiled): the main build compiles them all, so every one
+# of tests/zoo/meson.build's families must have passed.
+n_zoo_want=0; n_zoo=0
+for f in $(grep -oE "^  \['[^']+', '[a-z0-9_]+', 'archetype/models/presets/" tests/zoo/meson.build | cut -d"'" -f2); do
+  n_zoo_want=$((n_zoo_want + 1))
+  grep -qE "^ *[0-9]+/[0-9]+ archetype:zoo / zoo_$f +OK " "$BUILD/test-output.txt" && n_zoo=$((n_zoo + 1))
+done
+echo "zoo family tests passed: $n_zoo of $n_zoo_want"
+if [ "$n_zoo_want" -eq 0 ] || [ "$n_zoo" -lt "$n_zoo_want" ]; then
+  echo "the zoo suite did not pass every family of tests/zoo/meson.build"; total_fail=$((total_fail + 1))
+fi
 # The MPI pipeline suite must have run when Open MPI is installed (.ci/run installs it).
 if command -v mpirun >/dev/null && pkg-config --exists ompi-cxx; then
   n_mpi=$(grep -cE '^ *[0-9]+/[0-9]+ archetype:mpi[^ ]* / .* OK ' "$BUILD/test-output.txt" || true)

@@ -16,6 +16,7 @@
 #include "archetype/runtime/serving/scheduler.hpp"
 #include "commands.hpp"
 #include "decoder_jobs.hpp"
+#include "entry_handle_of.hpp"
 #include "pipeline_launch.hpp"
 
 namespace archetype::tools {
@@ -177,5 +178,8 @@ int run_decoder(gguf::file file, const decoder_job& job) {
 
 } // namespace archetype::tools
 
-/// One line per registry entry in tools/arch/<entry>.cpp.
-#define ARCHETYPE_TOOLS_DECODER(Entry) template int archetype::tools::run_decoder<Entry>(gguf::file, const decoder_job&)
+/// One line per registry entry in tools/arch/<entry>.cpp: the program's jobs on it, and
+/// the same compiled model behind a model_handle (entry_handle.hpp) for the zoo tests.
+#define ARCHETYPE_TOOLS_DECODER(Entry)                                                       \
+    template int archetype::tools::run_decoder<Entry>(gguf::file, const decoder_job&);      \
+    template std::unique_ptr<archetype::tools::model_handle> archetype::tools::open_handle<Entry>(gguf::file)
