@@ -88,8 +88,8 @@ std::unique_ptr<model_handle> load(gguf::file f) { return tools::open_entry(fami
 std::unique_ptr<model_handle> load(const std::string& path) { return load(gguf::file::open(path)); }
 
 std::vector<float> run(const model_handle& m, const std::vector<std::int32_t>& tok, std::size_t step,
-                       std::size_t n_ctx = 64) {
-    const auto s = m.session({.n_threads = 2, .max_sequences = 1, .n_ctx = n_ctx});
+                       std::size_t n_ctx = 64, std::size_t n_threads = 2) {
+    const auto s = m.session({.n_threads = n_threads, .max_sequences = 1, .n_ctx = n_ctx});
     const std::size_t n = tok.size(), V = m.n_vocab();
     std::vector<float> logits(n * V);
     for (std::size_t b = 0; b < n; b += step) {
@@ -179,6 +179,20 @@ void a_long_context_takes_the_long_factors() {
             BOOST_TEST_CONTEXT("step=" << step << " position " << p) { BOOST_TEST(err <= 1e-4 * std::max(1.0, ref)); }
         }
         BOOST_TEST(fixture::max_abs_err(got, short_ref) > 0.1); // and the two sets differ
+    }
+}
+
+// The logits do not depend on the thread count: kernels split a product by output rows,
+// and the layers that hand whole products to the threads (a token's experts, MLA's heads)
+// give each product to one thread. 1, 2 and 3 threads give the same bits, fed one token at
+// a time and in one batch.
+BOOST_AUTO_TEST_CASE(the_thread_count_does_not_change_the_logits) {
+    const auto m = load(zoo_dir() + "model.gguf");
+    const auto tok = fixture::read_raw<std::int32_t>(zoo_dir() + "tokens_40.i32.bin");
+    for (std::size_t step : {std::size_t(1), tok.size()}) {
+        const auto one = run(*m, tok, step, 64, 1);
+        for (std::size_t threads : {std::size_t(2), std::size_t(3)})
+            BOOST_TEST((run(*m, tok, step, 64, threads) == one), "step " << step << ", " << threads << " threads");
     }
 }
 

@@ -29,6 +29,7 @@
 #include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/activation.hpp"
 #include "archetype/kernels/batch_activations.hpp"
+#include "archetype/kernels/decode_rows.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/softmax.hpp"
 #include "archetype/policies/ffn.hpp"
@@ -88,6 +89,8 @@ struct ffn_workspace {
     std::vector<std::size_t> sel;       // [n_tok x k] selected experts
     std::vector<float> sel_w;           // [n_tok x k] their weights
     std::vector<float> score;           // [n_expert] selection scores of one token
+    std::vector<ffn_workspace> per_expert; // one token: each selected expert's own buffers
+    std::vector<float> yk;                 // one token: [k x n_embd] each selected expert's output
 
     static void grow(std::vector<float>& v, std::size_t n) {
         if (v.size() < n) v.resize(n);
@@ -137,6 +140,63 @@ void dense_ffn(const ffn_weights& w, const float* x, std::size_t ldx, std::size_
         kernels::matmul(w.down, a, n_ff, n_tok, y, ldy, pool);
     }
     add_bias(y, ldy, n_tok, w.down_bias, w.n_embd());
+}
+
+/// y[t] += (routing weight) x expert(x[t]) for every row t and each of its selected
+/// experts (ws.sel, ws.sel_w): each expert once over all the rows routed to it, in
+/// ascending expert order.
+template <class Expert>
+void experts_over_rows(const moe_weights& w, const float* x, std::size_t ldx, std::size_t n_tok, float* y,
+                       std::size_t ldy, ffn_workspace& ws, thread_pool* pool) {
+    const std::size_t E = w.experts.size(), K = w.n_used, n_embd = w.n_embd();
+    ffn_workspace::grow(ws.xg, n_tok * n_embd);
+    ffn_workspace::grow(ws.yg, n_tok * n_embd);
+    if (ws.rows.size() < n_tok) ws.rows.resize(n_tok);
+    ffn_workspace::grow(ws.row_w, n_tok);
+    for (std::size_t e = 0; e < E; ++e) {
+        std::size_t m = 0;
+        for (std::size_t t = 0; t < n_tok; ++t)
+            for (std::size_t k = 0; k < K; ++k)
+                if (ws.sel[t * K + k] == e) {
+                    std::copy(x + t * ldx, x + t * ldx + n_embd, ws.xg.data() + m * n_embd);
+                    ws.rows[m] = t;
+                    ws.row_w[m] = ws.sel_w[t * K + k];
+                    ++m;
+                }
+        if (m == 0) continue;
+        dense_ffn<Expert>(w.experts[e], ws.xg.data(), n_embd, m, ws.yg.data(), n_embd, ws, pool);
+        for (std::size_t r = 0; r < m; ++r)
+            kernels::axpy(n_embd, ws.row_w[r], ws.yg.data() + r * n_embd, y + ws.rows[r] * ldy);
+    }
+}
+
+/// The same for one token (decode), its K experts as K tasks: each expert's FFN on one
+/// thread, not K products each split over every thread. A token's experts are small
+/// (OLMoE: 3 x 1024 x 2048 each) and a split's fork-join cost more than its share of the
+/// product (docs/architectures.md, "Speed of a mixture of experts"); the caller takes this
+/// for pools of at most K threads, which K tasks keep busy. A product does not depend on
+/// the threads that compute it and the sum runs in ascending expert order, as
+/// experts_over_rows's: the same bits.
+template <class Expert>
+void experts_of_one_token(const moe_weights& w, const float* x, float* y, ffn_workspace& ws, thread_pool* pool) {
+    const std::size_t E = w.experts.size(), K = w.n_used, n_embd = w.n_embd();
+    ffn_workspace::grow(ws.xg, n_embd);
+    std::copy(x, x + n_embd, ws.xg.data());
+    ffn_workspace::grow(ws.yk, K * n_embd);
+    if (ws.per_expert.size() < K) ws.per_expert.resize(K);
+    // the numerics modes are the calling thread's (kernels/batch_activations.hpp,
+    // decode_rows.hpp): each task takes them; a matmul inside a task runs on its thread
+    const auto numerics = kernels::current_batch_activations();
+    const bool invariant = kernels::decode_rows_invariant();
+    pool->for_each_task(K, [&](std::size_t k) {
+        const kernels::batch_activations_scope a(numerics);
+        const kernels::decode_rows_invariant_scope b(invariant);
+        dense_ffn<Expert>(w.experts[ws.sel[k]], ws.xg.data(), n_embd, 1, ws.yk.data() + k * n_embd, n_embd,
+                          ws.per_expert[k], pool);
+    });
+    for (std::size_t e = 0; e < E; ++e)
+        for (std::size_t k = 0; k < K; ++k)
+            if (ws.sel[k] == e) kernels::axpy(n_embd, ws.sel_w[k], ws.yk.data() + k * n_embd, y);
 }
 } // namespace detail
 
@@ -222,27 +282,12 @@ void feed_forward(const ffn_weights_t<FFN>& w, const float* x, std::size_t ldx, 
                 for (std::size_t k = 0; k < K; ++k) wt[k] *= w.scale;
         }
         for (std::size_t t = 0; t < n_tok; ++t) std::fill(y + t * ldy, y + t * ldy + n_embd, 0.f);
-        // run each expert once over all the rows routed to it
-        ffn_workspace::grow(ws.xg, n_tok * n_embd);
-        ffn_workspace::grow(ws.yg, n_tok * n_embd);
-        if (ws.rows.size() < n_tok) ws.rows.resize(n_tok);
-        ffn_workspace::grow(ws.row_w, n_tok);
-        for (std::size_t e = 0; e < E; ++e) {
-            std::size_t m = 0;
-            for (std::size_t t = 0; t < n_tok; ++t)
-                for (std::size_t k = 0; k < K; ++k)
-                    if (ws.sel[t * K + k] == e) {
-                        std::copy(x + t * ldx, x + t * ldx + n_embd, ws.xg.data() + m * n_embd);
-                        ws.rows[m] = t;
-                        ws.row_w[m] = ws.sel_w[t * K + k];
-                        ++m;
-                    }
-            if (m == 0) continue;
-            detail::dense_ffn<Expert>(w.experts[e], ws.xg.data(), n_embd, m, ws.yg.data(), n_embd, ws, pool);
-            for (std::size_t r = 0; r < m; ++r)
-                kernels::axpy(n_embd, ws.row_w[r], ws.yg.data() + r * n_embd, y + ws.rows[r] * ldy);
-        }
+        if (n_tok == 1 && pool && pool->size() > 1 && pool->size() <= K)
+            detail::experts_of_one_token<Expert>(w, x, y, ws, pool);
+        else
+            detail::experts_over_rows<Expert>(w, x, ldx, n_tok, y, ldy, ws, pool);
         if (w.has_shared) { // the shared expert over every row, times its gate when it has one
+            ffn_workspace::grow(ws.yg, n_tok * n_embd);
             detail::dense_ffn<Expert>(w.shared, x, ldx, n_tok, ws.yg.data(), n_embd, ws, pool);
             for (std::size_t t = 0; t < n_tok; ++t) {
                 float g = 1.f;

@@ -26,6 +26,8 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/core/thread_pool.hpp"
+#include "archetype/kernels/batch_activations.hpp"
+#include "archetype/kernels/decode_rows.hpp"
 #include "archetype/kernels/matmul.hpp"
 #include "archetype/kernels/norm.hpp"
 #include "archetype/policies/impl.hpp"
@@ -154,14 +156,36 @@ struct mixer_impl<MultiHeadLatentAttention> {
         for (std::size_t t = 0; t < n; ++t) kernels::rms_norm(K + t * kh, w.kv_a_norm, K + t * kh, w.rank, w.eps);
         c.rotate(q + w.nope, H * qh, H, qh); // q_pe of every head
         c.rotate(K + w.rank, kh, 1, kh);     // the shared k_pe
-        for (std::size_t i = 0; i < H; ++i) { // Q_h = [k_b[h] . q_nope ; q_pe]
+        // The per-head products are small (rank x nope, v x rank): the heads, not the rows of
+        // one head's product, are spread over the threads, one fork-join for all of them
+        // instead of one per head (at decode the joins cost more than the products). A
+        // product's result does not depend on the threads that compute it (kernels/), so the
+        // logits are those of the per-head loop bit for bit.
+        // A matmul inside a task runs on that task's thread; the numerics modes are a
+        // property of the calling thread (kernels/batch_activations.hpp, decode_rows.hpp),
+        // so each task takes the caller's.
+        const auto numerics = kernels::current_batch_activations();
+        const bool invariant = kernels::decode_rows_invariant();
+        const auto each_head = [&](auto&& f) {
+            if (!pool) {
+                for (std::size_t i = 0; i < H; ++i) f(i);
+                return;
+            }
+            pool->for_each_task(H, [&](std::size_t i) {
+                const kernels::batch_activations_scope a(numerics);
+                const kernels::decode_rows_invariant_scope b(invariant);
+                f(i);
+            });
+        };
+        each_head([&](std::size_t i) { // Q_h = [k_b[h] . q_nope ; q_pe]
             kernels::matmul(w.wk_b[i], q + i * qh, H * qh, n, Q + i * kh, H * kh, pool);
             for (std::size_t t = 0; t < n; ++t)
                 for (std::size_t d = 0; d < w.rope; ++d) Q[t * H * kh + i * kh + w.rank + d] = q[t * H * qh + i * qh + w.nope + d];
-        }
+        });
         c.attend_latent(w.rank, w.scale); // lat [n x H*rank]: each head's softmax-weighted sum of c
-        for (std::size_t i = 0; i < H; ++i)
+        each_head([&](std::size_t i) {
             kernels::matmul(w.wv_b[i], lat + i * w.rank, H * w.rank, n, o + i * w.v, H * w.v, pool);
+        });
         kernels::matmul(w.wo, o, H * w.v, n, out, E, pool);
     }
 };
