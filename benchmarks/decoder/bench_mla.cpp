@@ -3,7 +3,7 @@
 // latent of 512 plus a 64-wide RoPE key, values of 128 per head; layer 0 a dense SwiGLU of
 // 10944, the others 64 SwiGLU experts of 1408 with 6 per token (softmax, not renormalised)
 // and 2 shared experts (one of 2816); vocabulary 102400, untied head; YaRN factor 40 over
-// 4096: 15.7 B parameters, 2.4 B active. Random weights (uniform, scale 0.02), written by the
+// 4096: 16.5 B parameters (describe), 2.4 B active. Random weights (uniform, scale 0.02), written by the
 // library's GGUF writer directly in Q4_0 (every matrix quantised row by row as it streams,
 // the per-head attn_k_b / attn_v_b and the experts included; the router and norms F32).
 // Prefill 512 tokens and decode 128 with 2 threads (ARCHETYPE_BENCH_THREADS), and with
