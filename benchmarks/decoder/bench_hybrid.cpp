@@ -145,28 +145,8 @@ int main(int argc, char** argv) {
         const std::string path = hybrid_file(type);
         const auto m = load_model<presets::granitehybrid_architecture>(path);
         warm_up(m);
-        const double wb = weight_bytes_per_token(path);
         auto s = session(m, {.n_threads = 2, .max_sequences = 1, .n_ctx = 1024});
-        const double state_bytes = double(s.recurrent_state_bytes_per_sequence());
-        std::vector<double> pp, tg, lpp, ltg, bw;
-        for (int r = 0; r < rounds; ++r) {
-            const auto ours = tg_and_pp(m, 128);
-            pp.push_back(ours.prefill);
-            tg.push_back(ours.decode);
-            if (lb) {
-                const auto l = llama_bench_run(lb, path, "-p 512 -n 128", 1);
-                lpp.push_back(l.prefill);
-                ltg.push_back(l.decode);
-            }
-            bw.push_back(archetype::bench_util::read_bandwidth_gbs(bw_pool));
-        }
-        const double bound = median(bw) * 1e9 / (wb + 2 * state_bytes);
-        std::printf("granite-h-micro-like %s: pp512 %8.1f t/s, tg128 %7.1f t/s (bound %.1f t/s at %.1f GB/s: %.2f of it)",
-                    type_name(type).data(), median(pp), median(tg), bound, median(bw), median(tg) / bound);
-        if (lb)
-            std::printf(" | llama.cpp pp512 %8.1f, tg128 %7.1f | ratio pp %.2f, tg %.2f", median(lpp), median(ltg),
-                        median(pp) / median(lpp), median(tg) / median(ltg));
-        std::printf("\n");
-        std::fflush(stdout);
+        versus_llama("granite-h-micro-like " + std::string(type_name(type)), m, path,
+                     double(s.recurrent_state_bytes_per_sequence()), rounds, lb, bw_pool);
     }
 }

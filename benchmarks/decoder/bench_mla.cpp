@@ -145,24 +145,5 @@ int main(int argc, char** argv) {
     const auto m = load_model<presets::deepseek2_architecture>(path);
     std::printf("%s", m.describe().c_str());
     warm_up(m);
-    const double wb = weight_bytes_per_token(path);
-    std::vector<double> pp, tg, lpp, ltg, bw;
-    for (int r = 0; r < rounds; ++r) {
-        const auto ours = tg_and_pp(m, 128);
-        pp.push_back(ours.prefill);
-        tg.push_back(ours.decode);
-        if (lb) {
-            const auto l = llama_bench_run(lb, path, "-p 512 -n 128", 1);
-            lpp.push_back(l.prefill);
-            ltg.push_back(l.decode);
-        }
-        bw.push_back(archetype::bench_util::read_bandwidth_gbs(bw_pool));
-    }
-    const double bound = median(bw) * 1e9 / wb;
-    std::printf("deepseek-v2-lite-like %s: pp512 %8.1f t/s, tg128 %7.1f t/s (bound %.1f t/s at %.1f GB/s: %.2f of it)",
-                type_name(type).data(), median(pp), median(tg), bound, median(bw), median(tg) / bound);
-    if (lb)
-        std::printf(" | llama.cpp pp512 %8.1f, tg128 %7.1f | ratio pp %.2f, tg %.2f", median(lpp), median(ltg),
-                    median(pp) / median(lpp), median(tg) / median(ltg));
-    std::printf("\n");
+    versus_llama("deepseek-v2-lite-like " + std::string(type_name(type)), m, path, 0, rounds, lb, bw_pool);
 }

@@ -152,6 +152,36 @@ inline double weight_bytes_per_token(const std::string& path) {
 }
 
 
+/// `rounds` interleaved rounds of ours (pp512 and tg128 on `m`), llama-bench's on `path` when
+/// `lb` names it, and a read-bandwidth probe; prints one line `label: ...` with the medians, the
+/// decode bound (bandwidth over the weight bytes a token reads plus twice `state_bytes`, a
+/// recurrent state read and written per token) and the ratios to llama.cpp.
+template <class D>
+void versus_llama(const std::string& label, const decoder_model<D>& m, const std::string& path, double state_bytes,
+                  int rounds, const char* lb, thread_pool& bw_pool) {
+    const double wb = weight_bytes_per_token(path);
+    std::vector<double> pp, tg, lpp, ltg, bw;
+    for (int r = 0; r < rounds; ++r) {
+        const auto ours = tg_and_pp(m, 128);
+        pp.push_back(ours.prefill);
+        tg.push_back(ours.decode);
+        if (lb) {
+            const auto l = llama_bench_run(lb, path, "-p 512 -n 128", 1);
+            lpp.push_back(l.prefill);
+            ltg.push_back(l.decode);
+        }
+        bw.push_back(archetype::bench_util::read_bandwidth_gbs(bw_pool));
+    }
+    const double bound = median(bw) * 1e9 / (wb + 2 * state_bytes);
+    std::printf("%s: pp512 %8.1f t/s, tg128 %7.1f t/s (bound %.1f t/s at %.1f GB/s: %.2f of it)", label.c_str(),
+                median(pp), median(tg), bound, median(bw), median(tg) / bound);
+    if (lb)
+        std::printf(" | llama.cpp pp512 %8.1f, tg128 %7.1f | ratio pp %.2f, tg %.2f", median(lpp), median(ltg),
+                    median(pp) / median(lpp), median(tg) / median(ltg));
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
 /// The benchmark files, written once (seeded: same bytes every time) under
 /// $TMPDIR/archetype_bench_decoder (or ARCHETYPE_BENCH_DIR) and reused by every
 /// preset's executable; written under a temporary name and renamed, so an
