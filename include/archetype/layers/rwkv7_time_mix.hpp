@@ -27,11 +27,8 @@
 
 namespace archetype {
 
-/// Where a layer's v7 time-mix state lies, in floats from a segment's `state`: the
-/// token-shift vector [C] and the H x N x N wkv matrix.
-struct rwkv7_state_at {
-    std::size_t shift = 0, wkv = 0;
-};
+/// Where a layer's v7 time-mix state lies (the same places as v5.2's and v6's).
+using rwkv7_state_at = rwkv_state_at;
 
 /// v7 time mix of layer `L` (the model's first RWKV-7 layer when `first_layer`) for
 /// rows [0, n): reads ws.xn (the normed input), writes ws.y, updates each segment's

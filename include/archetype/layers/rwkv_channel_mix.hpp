@@ -16,15 +16,16 @@
 namespace archetype {
 
 /// Channel mix for rows [0, n): reads ws.xn (LN2 output), writes ws.y, updates
-/// each segment's ffn shift vector (the first C floats of the layer's state).
-template <class Ffn>
-void rwkv_channel_mix(const rwkv_hparams& hp, std::size_t C, const rwkv_layer_weights& L,
-                      std::span<const rwkv_segment> segs, std::size_t layer_offset, std::size_t n,
-                      rwkv_workspace& ws, thread_pool* pool) {
+/// each segment's ffn shift vector (C floats at `shift_at` from the segment's state).
+/// Segments, Workspace: as rwkv_time_mix's (policies/ffn_rwkv.hpp carves the rows from
+/// the decoder core's scratch).
+template <class Ffn, class Segments, class Workspace>
+void rwkv_channel_mix(const rwkv_hparams& hp, std::size_t C, const rwkv_layer_weights& L, const Segments& segs,
+                      std::size_t shift_at, std::size_t n, Workspace& ws, thread_pool* pool) {
     const std::size_t F = hp.n_ffn;
     const float* xf = ws.xn.data();
     float* sx = ws.sx.data();
-    detail::rwkv_token_shift(segs, layer_offset, 0, xf, sx, C);
+    detail::rwkv_token_shift(segs, 0, shift_at, xf, sx, C);
     float *xk = ws.xk.data(), *xr = ws.xr.data();
     float* hid = ws.hid.data();
     float* y = ws.y.data();

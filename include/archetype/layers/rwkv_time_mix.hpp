@@ -45,18 +45,26 @@ inline void rwkv_group_norm(float* x, const float* w, const float* b, std::size_
 }
 } // namespace detail
 
+/// Where a layer's time-mix state lies, in floats from a segment's `state`: the
+/// token-shift vector [C] and the H x N x N wkv matrix (v5.2, v6 and v7 alike).
+struct rwkv_state_at {
+    std::size_t shift = 0, wkv = 0;
+};
+
 /// Time mix of layer `L` for rows [0, n): reads ws.xn (LN1 output), writes ws.y
-/// (the residual update), updates each segment's att shift and wkv state.
+/// (the residual update), updates each segment's att shift and wkv state (at `at`).
 /// C and N are passed resolved (static when the model type fixes them).
-template <class Mixer>
+/// Segments: a range of rwkv_segment. Workspace: rwkv_workspace, or any struct with the
+/// same members whose data() gives the rows (the decoder core's mixer carves them from
+/// its scratch, policies/mixers/rwkv6.hpp).
+template <class Mixer, class Segments, class Workspace>
 void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const rwkv_layer_weights& L,
-                   std::span<const rwkv_segment> segs, std::size_t layer_offset, std::size_t n,
-                   rwkv_workspace& ws, thread_pool* pool) {
+                   const Segments& segs, rwkv_state_at at, std::size_t n, Workspace& ws, thread_pool* pool) {
     static_assert(detail::rwkv_time_mix<Mixer>, "archetype: rwkv_time_mix needs Rwkv5TimeMix or Rwkv6TimeMix");
     const std::size_t H = C / N;
     const float* xa = ws.xn.data();
     float* sx = ws.sx.data();
-    detail::rwkv_token_shift(segs, layer_offset, C, xa, sx, C);
+    detail::rwkv_token_shift(segs, 0, at.shift, xa, sx, C);
 
     float* xs[5] = {ws.xw.data(), ws.xk.data(), ws.xv.data(), ws.xr.data(), ws.xg.data()};
     if constexpr (Mixer::ddlerp) {
@@ -116,7 +124,7 @@ void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const r
         if (s.len == 0) continue;
         const std::size_t o = s.begin * C;
         kernels::wkv(s.len, H, N, r + o, k + o, v + o, w + s.begin * ldw, C, ldw, L.u,
-                     s.state + layer_offset + 2 * C, out + o, C, pool);
+                     s.state + at.wkv, out + o, C, pool);
     }
     for (std::size_t i = 0; i < n; ++i) {
         float* oi = out + i * C;

@@ -59,6 +59,18 @@ inline constexpr bool is_decoder_v<Decoder<Ps...>> = true;
 template <class T>
 concept DecoderType = detail::is_decoder_v<T>;
 
+namespace detail {
+template <class F>
+struct ffn_weights_of {
+    using type = layers::ffn_weights_t<F>;
+};
+template <class F>
+    requires ffn_has_memory<F>
+struct ffn_weights_of<F> {
+    using type = typename ffn_impl<F>::weights;
+};
+} // namespace detail
+
 /// Options of load_model for decoders.
 struct decoder_options {
     /// Override of the architecture's RoPE base (0 = file / compiled policy).
@@ -112,13 +124,16 @@ public:
     using logits_weights = typename logits_impl<typename D::logits>::weights;
     using score_cap_weights = typename score_cap_impl<typename D::score_cap>::weights;
 
+    /// What a layer's feed-forward keeps: its policy's own weights where it runs itself
+    /// (detail::ffn_has_memory: the RWKV channel mixes), else a dense block or experts.
+    using ffn_weights = typename detail::ffn_weights_of<ffn_policy>::type;
     /// What the block shape keeps per layer (block_impl<D::block>::weights: its norms, and
     /// whatever a user's block adds).
     using block_weights = typename detail::block_weights<typename D::block>::type;
     /// One layer: what its block shape binds, its mixer's and its feed-forward's weights.
     struct layer : block_weights {
         typename mixer_impl<typename D::mixer>::weights attn;
-        layers::ffn_weights_t<ffn_policy> ffn;
+        ffn_weights ffn;
         /// Whether the layer has a mixer / a feed-forward (both, unless its block shape
         /// says otherwise: block_impl<B>::parts, policies/block_single.hpp).
         bool mixes = true, feeds = true;
@@ -211,6 +226,8 @@ public:
             all_feed = all_feed && L.feeds;
             kinds += !L.mixes ? '-' : kv ? 'A' : 'R';
             if (L.mixes) state_floats += detail::mixer_state_floats<typename D::mixer>(L.attn);
+            if constexpr (detail::ffn_has_memory<ffn_policy>) // RWKV's channel-mix shift
+                if (L.feeds) state_floats += ffn_impl<ffn_policy>::state_floats(L.ffn);
         }
         const bool hybrid = kv_layers != range_.count;
         // figures() counts attention and feed-forward layers; a model with other mixers (a
@@ -231,7 +248,9 @@ public:
         }
         if (state_floats)
             s += describe_line("state", std::to_string(state_floats * sizeof(float)) +
-                                            " bytes per sequence (recurrent mixers, any context)");
+                                            " bytes per sequence (recurrent mixers" +
+                                            (detail::ffn_has_memory<ffn_policy> ? " and feed-forwards" : "") +
+                                            ", any context)");
         return s;
     }
 
@@ -574,6 +593,11 @@ private:
             if (!parts.ffn) continue;
             if constexpr (moe) {
                 bind_moe(b, blk, il, n_dense, h, n_ff, L.ffn);
+            } else if constexpr (detail::ffn_has_memory<ffn_policy>) {
+                // a feed-forward that runs itself (the RWKV channel mixes) binds its own tensors
+                if (file_moe)
+                    throw shape_error(ffn_policy::describe() + " but the file has expert tensors (ffn_*_exps)");
+                L.ffn = ffn_impl<ffn_policy>::bind(b, blk, E, n_ff);
             } else if (file_moe) {
                 b.ignore(blk + "ffn_gate_inp.weight"); // one expert: its routing weight is 1
                 L.ffn = expert_ffn(b, blk, E, n_ff, 1, 0, ffn_policy::gated);

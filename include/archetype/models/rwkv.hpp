@@ -244,7 +244,7 @@ void rwkv_forward(const rwkv_weights& W, std::span<const rwkv_segment> segs, con
         if constexpr (Arch::mixer::rwkv_version == 7)
             rwkv7_time_mix(hp, C, N, L, segs, rwkv7_state_at{at + C, at + 2 * C}, n, l == 0, ws, pool);
         else
-            rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, at, n, ws, pool);
+            rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, rwkv_state_at{at + C, at + 2 * C}, n, ws, pool);
         for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
         for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln2_w, L.ln2_b, xn + i * C, C, hp.ln_eps);
         rwkv_channel_mix<typename Arch::ffn>(hp, C, L, segs, at, n, ws, pool);

@@ -18,6 +18,22 @@
 
 namespace archetype {
 
+namespace detail {
+/// Whether feed-forward policy F runs itself with a per-sequence memory (the RWKV channel
+/// mixes' token shift: policies/ffn_rwkv.hpp). Its ffn_impl<F> then has
+///   struct weights;  template <class Binder> static weights bind(Binder&, const std::string& blk,
+///                                                                std::size_t n_embd, std::size_t n_ff);
+///   static std::size_t state_floats(const weights&), scratch_floats(const weights&, std::size_t rows);
+///   template <class Ctx> static void forward(Ctx&, const weights&, const float* in, float* out);
+/// with Ctx as a recurrent mixer's (rows(), groups(), state(seq), scratch(), pool()), the
+/// state being the feed-forward's own share of the layer's memory.
+template <class F>
+inline constexpr bool ffn_has_memory = [] {
+    if constexpr (requires { F::has_memory; }) return bool(F::has_memory);
+    else return false;
+}();
+} // namespace detail
+
 enum class gelu_form { tanh, erf };
 
 /// down(silu(gate(x)) * up(x))  (Llama, Mistral)

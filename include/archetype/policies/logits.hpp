@@ -1,11 +1,14 @@
 #pragma once
 // Logits axis: what is done to the output head's logits before they are returned.
 //   PlainLogits (default)   as the head computes them
+//   BlockSummedLogits       as computed, the head's GEMM summed in blocks (RWKV)
 //   LogitMultiplier         logits * {arch}.logit_scale (Cohere / Command-R: the key
 //                           multiplies; Granite's key of the same name divides, and is
 //                           read by Granite's own multipliers)
 // A logits_impl<P> specialisation has `weights` (what it read), a bind hook that reads
-// its keys through the binder, and apply(weights, logits, count) over the rows of one pass.
+// its keys through the binder, and apply(weights, logits, count) over the rows of one pass;
+// optionally `head_summed_in_blocks` (the output head's GEMM sums along K in blocks,
+// kernels::gemm_sum::blocks; default false: gemm_sum::chain).
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -22,6 +25,15 @@ struct PlainLogits {
     static std::string describe() { return "as computed"; }
 };
 
+/// The logits as computed, with the output head's GEMM summed in blocks along K
+/// (kernels::gemm_sum::blocks): a prompt's logits then carry the error of decoding its
+/// tokens one at a time (the RWKV models' projections all sum so: layers/rwkv_weights.hpp).
+struct BlockSummedLogits {
+    using axis = archetype::axis::logits;
+    static constexpr std::string_view name = "BlockSummedLogits";
+    static std::string describe() { return "as computed, the head summed in blocks (a prompt as exact as decoding)"; }
+};
+
 struct LogitMultiplier {
     using axis = archetype::axis::logits;
     static constexpr std::string_view name = "LogitMultiplier";
@@ -35,6 +47,11 @@ struct logits_impl<PlainLogits> {
     template <class Binder>
     static void bind(Binder&, weights&) {}
     static void apply(const weights&, float*, std::size_t) noexcept {}
+};
+
+template <>
+struct logits_impl<BlockSummedLogits> : logits_impl<PlainLogits> {
+    static constexpr bool head_summed_in_blocks = true;
 };
 
 template <>

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <string>
 
+#include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
 
 namespace archetype {
@@ -57,7 +58,10 @@ struct Rwkv7TimeMix {
 struct RwkvChannelMix {
     using axis = archetype::axis::ffn;
     static constexpr std::string_view name = "RwkvChannelMix";
+    static constexpr dim_t hidden = dynamic; // the file's feed_forward_length
     static constexpr bool gated = false;
+    /// runs its own forward with a per-sequence memory, the token-shift vector (policies/ffn_rwkv.hpp)
+    static constexpr bool has_memory = true;
     static constexpr bool rwkv = true;
     static constexpr bool receptance = true;
     static std::string describe() { return "RwkvChannelMix(relu^2, sigmoid receptance)"; }
@@ -67,7 +71,10 @@ struct RwkvChannelMix {
 struct Rwkv7ChannelMix {
     using axis = archetype::axis::ffn;
     static constexpr std::string_view name = "Rwkv7ChannelMix";
+    static constexpr dim_t hidden = dynamic; // the file's feed_forward_length
     static constexpr bool gated = false;
+    /// runs its own forward with a per-sequence memory, the token-shift vector (policies/ffn_rwkv.hpp)
+    static constexpr bool has_memory = true;
     static constexpr bool rwkv = true;
     static constexpr bool receptance = false;
     static std::string describe() { return "Rwkv7ChannelMix(relu^2, no receptance)"; }

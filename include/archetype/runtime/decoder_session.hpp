@@ -123,11 +123,21 @@ public:
         rows_ = std::max(chunk_, opt_.max_sequences);
         // the recurrent mixers' state per sequence (conv states, ...) beside the KV cells,
         // and the scratch their forward pass needs
+        // A layer's share of a sequence's memory: its feed-forward's (RWKV's channel-mix shift,
+        // first, as rwkv.cpp lays a layer out), then its mixer's.
         state_offset_.assign(range_.count, 0);
+        ffn_state_offset_.assign(range_.count, 0);
         std::size_t mix_scratch = 0, side = 0;
         for (std::size_t i = 0; i < range_.count; ++i) {
             const auto& L = m.layer_at(range_.first + i);
             const auto& w = L.attn;
+            if constexpr (detail::ffn_has_memory<typename D::ffn>)
+                if (L.feeds) {
+                    ffn_state_offset_[i] = state_per_seq_;
+                    state_per_seq_ += ffn_impl<typename D::ffn>::state_floats(L.ffn);
+                    // the feed-forward runs after the mixer is done with the scratch: they share it
+                    mix_scratch = std::max(mix_scratch, ffn_impl<typename D::ffn>::scratch_floats(L.ffn, rows_));
+                }
             state_offset_[i] = state_per_seq_;
             if (!L.mixes) continue; // a feed-forward-only layer keeps nothing
             state_per_seq_ += detail::mixer_state_floats<mixer>(w);
@@ -413,6 +423,14 @@ private:
     static constexpr bool scales_queries = requires(const typename pos_impl::weights& w) {
         pos_impl::query_scale(w, std::int64_t{});
     };
+    /// How the output head sums along K: in blocks where the logits policy asks
+    /// (BlockSummedLogits: RWKV), else the fastest order.
+    static constexpr kernels::gemm_sum head_sum = [] {
+        if constexpr (requires { logits_impl<typename D::logits>::head_summed_in_blocks; })
+            return logits_impl<typename D::logits>::head_summed_in_blocks ? kernels::gemm_sum::blocks
+                                                                          : kernels::gemm_sum::chain;
+        else return kernels::gemm_sum::chain;
+    }();
     float pos_bias(std::size_t il, std::size_t h, std::int64_t pq, std::int64_t pk) const noexcept {
         return pos_impl::score_bias(m_->positions(), pos_state_, il, h, pq, pk);
     }
@@ -434,8 +452,9 @@ private:
     void warm_up() {
         const auto& hp = m_->hparams();
         std::size_t n_ff = hp.dims.n_ff; // the widest block of the held layers (experts, shared, dense)
-        for (std::size_t il = range_.first; il <= range_.last(); ++il)
-            n_ff = std::max(n_ff, layers::hidden_max(m_->layer_at(il).ffn));
+        if constexpr (!detail::ffn_has_memory<typename D::ffn>) // one that runs itself sizes its own scratch
+            for (std::size_t il = range_.first; il <= range_.last(); ++il)
+                n_ff = std::max(n_ff, layers::hidden_max(m_->layer_at(il).ffn));
         const std::size_t E = hp.dims.n_embd, X = std::max<std::size_t>(1, hp.dims.n_expert);
         auto& w = ws_;
         layers::ffn_workspace::grow(w.score, X);
@@ -525,7 +544,7 @@ private:
         float* hrow = hidden ? hidden : h_.data();
         layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
         if (logits) {
-            kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool);
+            kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool, head_sum);
             layers::detail::add_row_bias(logits, n_vocab(), out_n, m_->output_bias(), n_vocab());
             if constexpr (!logits_impl<typename D::logits>::identity)
                 logits_impl<typename D::logits>::apply(m_->logit_policy(), logits, out_n * n_vocab());
@@ -605,7 +624,12 @@ private:
         }
         void ffn(const float* in, float* out) {
             const std::size_t E = s.m_->n_embd();
-            layers::feed_forward<typename D::ffn>(s.m_->layer_at(il).ffn, in, E, n, out, E, s.ws_, s.pool_.get());
+            if constexpr (detail::ffn_has_memory<typename D::ffn>) {
+                ffn_sublayer f{*this};
+                ffn_impl<typename D::ffn>::forward(f, s.m_->layer_at(il).ffn, in, out);
+            } else {
+                layers::feed_forward<typename D::ffn>(s.m_->layer_at(il).ffn, in, E, n, out, E, s.ws_, s.pool_.get());
+            }
         }
         void add(float* x, const float* y) noexcept {
             const std::size_t m = n * s.m_->n_embd();
@@ -617,6 +641,20 @@ private:
         }
     };
 
+
+    /// What a feed-forward with a memory (detail::ffn_has_memory) is handed: a recurrent
+    /// mixer's view of the pass, with the feed-forward's own share of each sequence's memory.
+    struct ffn_sublayer {
+        sublayers& s;
+        std::size_t rows() const noexcept { return s.n; }
+        const std::vector<group>& groups() const noexcept { return s.s.groups_; }
+        float* state(std::size_t seq) noexcept {
+            auto& d = s.s;
+            return d.rstate_.data() + seq * d.state_per_seq_ + d.ffn_state_offset_[s.il - d.range_.first];
+        }
+        float* scratch() noexcept { return s.scratch(); }
+        thread_pool* pool() noexcept { return s.pool(); }
+    };
 
     const model_type* m_;
     decoder_session_options opt_;
@@ -634,7 +672,8 @@ private:
     std::vector<float> rstate_, mix_scratch_;
     std::vector<float> side_floats_; // the side channel's rows (RWKV-7's v_first)
     archetype::side_channel side_;
-    std::vector<std::size_t> state_offset_;
+    std::vector<std::size_t> state_offset_;     // of each held layer's mixer state in a sequence's
+    std::vector<std::size_t> ffn_state_offset_; // and of its feed-forward's (RWKV's channel mix)
     std::size_t state_per_seq_ = 0;
     typename pos_impl::state pos_state_;     // the position policy's tables / scratch
     bool two_ropes_ = false;             // windowed layers rotate with their own base (gemma3)

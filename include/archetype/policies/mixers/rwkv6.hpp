@@ -1,0 +1,134 @@
+#pragma once
+// Rwkv6TimeMix as a mixer of the decoder core: RWKV-6's time mix (layers/rwkv_time_mix.hpp,
+// the same code rwkv_forward runs) on any layer of a Decoder — alone (an RWKV-6 model
+// composed on the core: docs/rwkv.md) or per layer beside attention
+// (HybridMixer<SelfAttention, Rwkv6TimeMix>).
+//
+// Its memory per sequence is the token-shift vector [C] and the H x N x N wkv matrix.
+//
+// Tensors per layer, llama.cpp's rwkv6 names: time_mix_lerp_x [C], time_mix_lerp_fused
+// [C, 1, 1, 5] (w, k, v, r, g), time_mix_w1 [C, 5 D_MIX], time_mix_w2 [D_MIX, C, 5],
+// time_mix_decay [C], time_mix_decay_w1 [C, D_DECAY], time_mix_decay_w2 [D_DECAY, C],
+// time_mix_first [N, H] (the bonus u), time_mix_{receptance, key, value, gate, output}
+// [C, C], time_mix_ln (+ .bias) [C]. Keys: {arch}.wkv.head_size = N (C = the embedding
+// width); the LoRA ranks come from the tensors' shapes and must agree with
+// {arch}.time_mix_extra_dim and {arch}.time_decay_extra_dim where the file states them.
+// The GroupNorm of ln_x uses eps 64e-5, as RWKV-6 and llama.cpp do.
+#include <cstddef>
+#include <cstdint>
+#include <ranges>
+#include <string>
+#include <utility>
+
+#include "archetype/core/error.hpp"
+#include "archetype/core/policy.hpp"
+#include "archetype/layers/rwkv_time_mix.hpp"
+#include "archetype/policies/impl.hpp"
+#include "archetype/policies/mixer.hpp"
+#include "archetype/policies/rwkv.hpp"
+
+namespace archetype {
+
+template <>
+struct mixer_impl<Rwkv6TimeMix> {
+    struct weights {
+        rwkv_layer_weights L; // the time-mix fields
+        rwkv_hparams hp;      // C, N, H, the LoRA ranks, gn_eps
+    };
+    static constexpr bool keeps_kv = false;
+    static std::size_t state_floats(const weights& w) noexcept { return w.hp.n_embd * (1 + w.hp.head_size); }
+    static std::size_t scratch_floats(const weights& w, std::size_t rows) noexcept {
+        return rows * (scratch_rows * w.hp.n_embd + 5 * w.hp.n_lora_mix + w.hp.n_lora_decay);
+    }
+
+    template <class Binder>
+    static void bind(Binder& b, const std::string& blk, weights& w) {
+        const std::size_t C = b.hparams().dims.n_embd;
+        const std::string hs_key = b.prefix() + "wkv.head_size";
+        const auto N = b.file().template get<std::uint64_t>(hs_key);
+        if (N == 0 || C % N != 0)
+            throw shape_error("metadata key '" + hs_key + "' = " + std::to_string(N) +
+                              " does not divide the embedding width " + std::to_string(C));
+        auto& hp = w.hp;
+        hp.version = 6;
+        hp.n_embd = C;
+        hp.head_size = std::size_t(N);
+        hp.n_head = C / std::size_t(N);
+        hp.gn_eps = 64e-5f;
+        // a LoRA's rank from its tensor (dimension `at` of a [C, rank x parts] matrix), checked
+        // against the key where the file has it
+        auto rank = [&](const char* t, std::size_t parts, const char* key) -> std::size_t {
+            const auto& info = b.file().tensor(blk + t);
+            if (info.ne.size() < 2 || info.ne[0] != C || info.ne[1] == 0 || info.ne[1] % parts != 0)
+                throw shape_error("tensor '" + blk + t + "' has shape " + info.shape_string() + ", expected [" +
+                                  std::to_string(C) + ", " + (parts > 1 ? std::to_string(parts) + " x " : "") + "rank]");
+            const std::size_t D = std::size_t(info.ne[1]) / parts;
+            const std::string k = b.prefix() + key;
+            if (b.file().has(k) && b.file().template get<std::uint64_t>(k) != D)
+                throw shape_error("metadata key '" + k + "' = " + std::to_string(b.file().template get<std::uint64_t>(k)) +
+                                  " but tensor '" + blk + t + "' has rank " + std::to_string(D));
+            return D;
+        };
+        const std::size_t DM = hp.n_lora_mix = rank("time_mix_w1.weight", 5, "time_mix_extra_dim");
+        const std::size_t DD = hp.n_lora_decay = rank("time_mix_decay_w1.weight", 1, "time_decay_extra_dim");
+        auto& L = w.L;
+        L.maa_x = b.vector_f32(blk + "time_mix_lerp_x.weight", C);
+        const auto& lerp = b.tensor(blk + "time_mix_lerp_fused.weight", {C, 1, 1, 5});
+        if (lerp.type != ggml_type::F32)
+            throw shape_error("tensor '" + lerp.name + "' is " + std::string(type_name(lerp.type)) + ", expected F32");
+        const float* fused = reinterpret_cast<const float*>(lerp.data);
+        for (std::size_t c = 0; c < 5; ++c) L.maa[c] = fused + c * C; // w, k, v, r, g
+        L.maa_w1 = b.matrix(blk + "time_mix_w1.weight", C, 5 * DM);
+        for (std::size_t c = 0; c < 5; ++c) L.maa_w2[c] = b.expert(blk + "time_mix_w2.weight", DM, C, 5, c);
+        L.decay = b.vector_f32(blk + "time_mix_decay.weight", C);
+        L.decay_w1 = b.matrix(blk + "time_mix_decay_w1.weight", C, DD);
+        L.decay_w2 = b.matrix(blk + "time_mix_decay_w2.weight", DD, C);
+        const auto& u = b.tensor(blk + "time_mix_first.weight", {hp.head_size, hp.n_head});
+        if (u.type != ggml_type::F32)
+            throw shape_error("tensor '" + u.name + "' is " + std::string(type_name(u.type)) + ", expected F32");
+        L.u = reinterpret_cast<const float*>(u.data);
+        L.wr = b.matrix(blk + "time_mix_receptance.weight", C, C);
+        L.wk = b.matrix(blk + "time_mix_key.weight", C, C);
+        L.wv = b.matrix(blk + "time_mix_value.weight", C, C);
+        L.wg = b.matrix(blk + "time_mix_gate.weight", C, C);
+        L.wo = b.matrix(blk + "time_mix_output.weight", C, C);
+        L.lnx_w = b.vector_f32(blk + "time_mix_ln.weight", C);
+        L.lnx_b = b.vector_f32(blk + "time_mix_ln.bias", C);
+    }
+
+    /// The pass's rows `in` -> `out`. Ctx gives rows(), groups() (sequence, first row,
+    /// count), state(seq), scratch() and pool().
+    template <class Ctx>
+    static void forward(Ctx& c, const weights& w, const float* in, float* out) {
+        const std::size_t n = c.rows(), C = w.hp.n_embd;
+        // the pass's sequences as RWKV segments, made as they are visited (nothing allocated)
+        const auto segs = std::views::transform(
+            c.groups(), [&c](const auto& g) { return rwkv_segment{c.state(g.seq), g.row, g.n}; });
+        float* p = c.scratch();
+        auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
+        workspace ws;
+        ws.xn = rows_of<const float>{in};
+        ws.y = rows_of<float>{out};
+        for (auto* r : {&ws.sx, &ws.xxx, &ws.xw, &ws.xk, &ws.xv, &ws.xr, &ws.xg, &ws.r, &ws.k, &ws.v, &ws.g, &ws.w,
+                        &ws.out})
+            *r = next(n * C);
+        ws.mix = next(n * 5 * w.hp.n_lora_mix);
+        ws.dd = next(n * w.hp.n_lora_decay);
+        rwkv_time_mix<Rwkv6TimeMix>(w.hp, C, w.hp.head_size, w.L, segs, rwkv_state_at{0, C}, n, ws, c.pool());
+    }
+
+private:
+    static constexpr std::size_t scratch_rows = 13; // the [rows x C] buffers of workspace below
+    template <class T>
+    struct rows_of {
+        T* p = nullptr;
+        T* data() const noexcept { return p; }
+    };
+    /// rwkv_workspace's members that the v6 time mix reads, as views of the session's scratch
+    struct workspace {
+        rows_of<const float> xn;
+        rows_of<float> y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, dd, w, out;
+    };
+};
+
+} // namespace archetype

@@ -1,0 +1,182 @@
+// RWKV-6 and RWKV-7 composed on the decoder core (issue 37, item 7): a Decoder whose
+// mixer is the RWKV time mix, whose feed-forward is the channel mix (each with its memory
+// per sequence) and whose block is RwkvBlock loads llama.cpp's rwkv6 / rwkv7 GGUF
+// fixtures and gives
+//   - the shared fixtures' logits (float64 numpy transcription of ChatRWKV) at every
+//     position and the final recurrent state, 1e-5 as tests/rwkv/test_rwkv_fixtures.cpp
+//     holds the RWKV stack to (fixtures/README.md §5.4), fed as one prompt (1 and 2
+//     threads) and token by token; rwkv.cpp's own expected logits;
+//   - bit for bit the logits and the state of the RWKV stack (models/rwkv.hpp,
+//     rwkv_forward) in each feeding — the same layers' code, wired by the core;
+//   - batched decode of three sequences bitwise each alone; a saved sequence restored
+//     into another sequence continues exactly.
+#define BOOST_TEST_MODULE rwkv_core
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "archetype/models/decoder_model.hpp"
+#include "archetype/runtime/decoder_session.hpp"
+#include "archetype/runtime/rwkv_api.hpp"
+#include "fixture_util.hpp"
+
+using namespace archetype;
+using rwkv_test::fixtures_dir;
+using rwkv_test::max_diff;
+using rwkv_test::read_f32;
+using rwkv_test::read_tokens;
+
+namespace {
+
+// the two compositions under test (what presets would name)
+using FinchCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv6TimeMix, RwkvChannelMix, RwkvBlock,
+                          BlockSummedLogits>;
+using GooseCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv7TimeMix, Rwkv7ChannelMix, RwkvBlock,
+                          BlockSummedLogits>;
+
+enum class feed { sequence, token_by_token };
+
+struct run_result {
+    std::vector<float> logits; // T x V
+    std::vector<float> state;  // rwkv.cpp's layout: per layer ffn shift, att shift, wkv
+};
+
+template <class D>
+run_result run_core(const decoder_model<D>& m, const std::vector<std::int32_t>& ids, feed how, std::size_t threads) {
+    // the RWKV session's prefill chunk (128 rows) and exact float activations
+    auto s = session(m, {.n_threads = threads, .max_sequences = 1, .n_ubatch = 128,
+                         .batch_activations = kernels::batch_activations::exact});
+    run_result r;
+    const std::size_t V = s.n_vocab();
+    r.logits.assign(ids.size() * V, 0.f);
+    if (how == feed::sequence) s.prefill(0, ids, r.logits.data());
+    else
+        for (std::size_t t = 0; t < ids.size(); ++t) s.decode(0, ids[t], r.logits.data() + t * V);
+    r.state = s.save_sequence(0).state;
+    return r;
+}
+
+template <class Arch>
+run_result run_stack(const rwkv_model<Arch>& m, const std::vector<std::int32_t>& ids, feed how, std::size_t threads) {
+    auto s = session(m, {.n_threads = threads, .max_sequences = 1});
+    run_result r;
+    const std::size_t V = s.n_vocab();
+    r.logits.assign(ids.size() * V, 0.f);
+    if (how == feed::sequence) s.prefill(0, ids, r.logits.data());
+    else
+        for (std::size_t t = 0; t < ids.size(); ++t) s.decode(0, ids[t], r.logits.data() + t * V);
+    const auto st = s.state(0);
+    r.state.assign(st.begin(), st.end());
+    return r;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+template <class D, class Arch>
+void check(const std::string& file, const std::string& expected_dir, const std::vector<std::string>& prompts,
+           const std::string& rwkvcpp_expected) {
+    const auto core = load_model<D>(fixtures_dir() + "/" + file);
+    const auto stack = load_model<Arch>(fixtures_dir() + "/" + file);
+    for (const std::string& prompt : prompts) {
+        const auto ids = read_tokens(prompt);
+        const auto want = read_f32(expected_dir + "/" + prompt + ".logits.f32.bin");
+        const auto want_state = read_f32(expected_dir + "/" + prompt + ".state.f32.bin");
+        for (feed how : {feed::sequence, feed::token_by_token})
+            for (std::size_t threads : {std::size_t(1), std::size_t(2)}) {
+                const auto got = run_core(core, ids, how, threads);
+                const auto old = run_stack(stack, ids, how, threads);
+                BOOST_REQUIRE_EQUAL(got.logits.size(), want.size());
+                BOOST_REQUIRE_EQUAL(got.state.size(), want_state.size());
+                const double dl = max_diff(got.logits.data(), want.data(), want.size());
+                const double ds = max_diff(got.state.data(), want_state.data(), want_state.size(), true);
+                BOOST_TEST_MESSAGE(file << " " << prompt << (how == feed::sequence ? " sequence" : " token-by-token")
+                                        << ", " << threads << " threads: max |logit diff| " << dl
+                                        << ", max state diff (rel) " << ds);
+                BOOST_TEST(dl <= 1e-5);
+                BOOST_TEST(ds <= 1e-5);
+                BOOST_TEST(same_bits(got.logits, old.logits), "logits bitwise the RWKV stack's");
+                BOOST_TEST(same_bits(got.state, old.state), "state bitwise the RWKV stack's");
+            }
+    }
+    // rwkv.cpp's own expected logits after {34, 105, 110}
+    const auto want = read_f32(fixtures_dir() + "/" + rwkvcpp_expected);
+    auto s = session(core, {.n_threads = 1});
+    std::vector<float> last(s.n_vocab());
+    s.prefill(0, std::vector<std::int32_t>{34, 105, 110}, last.data(), logits_rows::last);
+    BOOST_REQUIRE_EQUAL(want.size(), last.size());
+    BOOST_TEST(max_diff(last.data(), want.data(), want.size()) <= 1e-5);
+}
+
+template <class D>
+void check_sequences(const std::string& file) {
+    const auto m = load_model<D>(fixtures_dir() + "/" + file);
+    const std::vector<std::vector<std::int32_t>> prompts{{34, 105, 110}, {84, 104, 101, 32, 113}, {102, 111}};
+    const std::vector<std::int32_t> next{32, 98, 120};
+    const std::size_t V = m.n_vocab();
+    std::vector<std::vector<float>> alone;
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        auto s = session(m, {.n_threads = 2, .max_sequences = 1});
+        s.prefill(0, prompts[i], nullptr);
+        std::vector<float> lg(V);
+        s.decode(0, next[i], lg.data());
+        alone.push_back(lg);
+    }
+    auto s = session(m, {.n_threads = 2, .max_sequences = 3});
+    for (std::size_t i = 0; i < prompts.size(); ++i) s.prefill(seq_id(i), prompts[i], nullptr);
+    const std::vector<seq_id> seqs{0, 1, 2};
+    std::vector<float> batch(3 * V);
+    s.decode(seqs, next, batch.data());
+    for (std::size_t i = 0; i < 3; ++i)
+        BOOST_TEST(std::equal(alone[i].begin(), alone[i].end(), batch.begin() + std::ptrdiff_t(i * V)), "sequence " << i);
+    // saved after the prompt, restored into another sequence, forked from there
+    auto a = session(m, {.n_threads = 1, .max_sequences = 1});
+    a.prefill(0, prompts[1], nullptr);
+    const auto saved = a.save_sequence(0);
+    BOOST_TEST(saved.state.size() * sizeof(float) == a.recurrent_state_bytes_per_sequence());
+    auto b = session(m, {.n_threads = 1, .max_sequences = 2});
+    std::vector<float> restored(V), forked(V);
+    // a snapshot belongs to its model: b restores one of its own, taken the same way
+    b.prefill(1, prompts[1], nullptr);
+    const auto own = b.save_sequence(1);
+    BOOST_TEST(same_bits(own.state, saved.state));
+    b.remove_sequence(1);
+    b.restore_sequence(1, own);
+    b.copy_sequence(1, 0);
+    b.decode(1, next[1], restored.data());
+    b.decode(0, next[1], forked.data());
+    BOOST_TEST(restored == alone[1]);
+    BOOST_TEST(forked == alone[1]);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(v6_gguf_on_the_core) {
+    check<FinchCore, Rwkv6<dynamic, dynamic>>("tiny-rwkv-6v0-1m-F32.gguf", fixtures_dir() + "/expected/tiny-rwkv-6v0-1m/gn64e-5",
+                                              {"prompt3", "fox88-utf16le"}, "expected-logits-6v0-1m.bin");
+}
+
+BOOST_AUTO_TEST_CASE(v7_gguf_on_the_core) {
+    check<GooseCore, Rwkv7<dynamic, dynamic>>("tiny-rwkv-7v0-834K-F32.gguf",
+                                              fixtures_dir() + "/expected/tiny-rwkv-7v0-834K/gn64e-5", {"prompt3"},
+                                              "expected-logits-7v0-834K.bin");
+}
+
+BOOST_AUTO_TEST_CASE(v6_sequences_batches_and_saved_state_on_the_core) { check_sequences<FinchCore>("tiny-rwkv-6v0-1m-F32.gguf"); }
+
+BOOST_AUTO_TEST_CASE(v7_sequences_batches_and_saved_state_on_the_core) { check_sequences<GooseCore>("tiny-rwkv-7v0-834K-F32.gguf"); }
+
+BOOST_AUTO_TEST_CASE(describe_names_the_rwkv_parts) {
+    const auto m = load_model<FinchCore>(fixtures_dir() + "/tiny-rwkv-6v0-1m-F32.gguf");
+    const std::string d = m.describe();
+    BOOST_TEST_MESSAGE(d);
+    BOOST_TEST(d.find("Rwkv6TimeMix") != std::string::npos);
+    BOOST_TEST(d.find("RwkvChannelMix") != std::string::npos);
+    BOOST_TEST(d.find("RWKV: x + mixer") != std::string::npos);
+    // 12 layers x (ffn shift 64 + att shift 64 + wkv 8 heads x 8 x 8) floats
+    BOOST_TEST(d.find(std::to_string(12 * (64 + 64 + 8 * 8 * 8) * 4) + " bytes per sequence") != std::string::npos);
+}
