@@ -10,14 +10,20 @@
 //     rwkv_forward) in each feeding — the same layers' code, wired by the core;
 //   - batched decode of three sequences bitwise each alone; a saved sequence restored
 //     into another sequence continues exactly.
+// rwkv.cpp's .bin files (v5.2, v6 FP32 / FP16, v7) run on the core through their conversion
+// to llama.cpp's layout in memory (io/rwkv_bin_gguf.hpp), held to the same.
 #define BOOST_TEST_MODULE rwkv_core
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "archetype/io/rwkv_bin_gguf.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/rwkv_api.hpp"
@@ -33,6 +39,8 @@ namespace {
 
 // the two compositions under test (what presets would name)
 using FinchCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv6TimeMix, RwkvChannelMix, RwkvBlock,
+                          BlockSummedLogits>;
+using EagleCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv5TimeMix, RwkvChannelMix, RwkvBlock,
                           BlockSummedLogits>;
 using GooseCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv7TimeMix, Rwkv7ChannelMix, RwkvBlock,
                           BlockSummedLogits>;
@@ -77,11 +85,19 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+/// A fixture file on the core: a GGUF as it is, an rwkv.cpp .bin converted (io/rwkv_bin_gguf.hpp).
+template <class D>
+decoder_model<D> load_core(const std::string& file, float group_norm_eps = 64e-5f) {
+    const std::string path = fixtures_dir() + "/" + file;
+    if (file.ends_with(".gguf")) return load_model<D>(path);
+    return decoder_model<D>::load(rwkv_bin::as_gguf(rwkv_bin::file::open(path), group_norm_eps));
+}
+
 template <class D, class Arch>
 void check(const std::string& file, const std::string& expected_dir, const std::vector<std::string>& prompts,
-           const std::string& rwkvcpp_expected) {
-    const auto core = load_model<D>(fixtures_dir() + "/" + file);
-    const auto stack = load_model<Arch>(fixtures_dir() + "/" + file);
+           const std::string& rwkvcpp_expected, float group_norm_eps = 64e-5f) {
+    const auto core = load_core<D>(file, group_norm_eps);
+    const auto stack = load_model<Arch>(fixtures_dir() + "/" + file, {.group_norm_eps = group_norm_eps});
     for (const std::string& prompt : prompts) {
         const auto ids = read_tokens(prompt);
         const auto want = read_f32(expected_dir + "/" + prompt + ".logits.f32.bin");
@@ -104,6 +120,7 @@ void check(const std::string& file, const std::string& expected_dir, const std::
             }
     }
     // rwkv.cpp's own expected logits after {34, 105, 110}
+    if (rwkvcpp_expected.empty()) return;
     const auto want = read_f32(fixtures_dir() + "/" + rwkvcpp_expected);
     auto s = session(core, {.n_threads = 1});
     std::vector<float> last(s.n_vocab());
@@ -164,6 +181,56 @@ BOOST_AUTO_TEST_CASE(v7_gguf_on_the_core) {
     check<GooseCore, Rwkv7<dynamic, dynamic>>("tiny-rwkv-7v0-834K-F32.gguf",
                                               fixtures_dir() + "/expected/tiny-rwkv-7v0-834K/gn64e-5", {"prompt3"},
                                               "expected-logits-7v0-834K.bin");
+}
+
+// rwkv.cpp's .bin files (v5.2, v6 FP32 and FP16, v7), converted to llama.cpp's layout in memory
+BOOST_AUTO_TEST_CASE(v6_bin_on_the_core) {
+    const std::string expected = fixtures_dir() + "/expected/tiny-rwkv-6v0-1m/gn64e-5";
+    check<FinchCore, Rwkv6<dynamic, dynamic>>("tiny-rwkv-6v0-1m-FP32.bin", expected, {"prompt3", "fox88-utf16le"},
+                                              "expected-logits-6v0-1m.bin");
+    // the FP16 weights are the FP32 ones rounded, exactly (they are bf16 values)
+    check<FinchCore, Rwkv6<dynamic, dynamic>>("tiny-rwkv-6v0-1m-FP16.bin", expected, {"prompt3", "fox88-utf16le"},
+                                              "expected-logits-6v0-1m.bin");
+}
+
+BOOST_AUTO_TEST_CASE(v5_bin_on_the_core) {
+    check<EagleCore, Rwkv5<dynamic, dynamic>>("tiny-rwkv-5v2-730K-FP32.bin",
+                                              fixtures_dir() + "/expected/tiny-rwkv-5v2-730K/gn64e-5",
+                                              {"prompt3", "fox88-utf16le"}, "");
+    // rwkv.cpp computes v5.2's GroupNorm with eps 1e-5: its expected logits are for that eps
+    check<EagleCore, Rwkv5<dynamic, dynamic>>("tiny-rwkv-5v2-730K-FP32.bin",
+                                              fixtures_dir() + "/expected/tiny-rwkv-5v2-730K/gn1e-5",
+                                              {"prompt3", "fox88-utf16le"}, "expected-logits-5v2-730K.bin", 1e-5f);
+}
+
+BOOST_AUTO_TEST_CASE(v7_bin_on_the_core) {
+    check<GooseCore, Rwkv7<dynamic, dynamic>>("tiny-rwkv-7v0-834K-FP32.bin",
+                                              fixtures_dir() + "/expected/tiny-rwkv-7v0-834K/gn64e-5", {"prompt3"},
+                                              "expected-logits-7v0-834K.bin");
+}
+
+// A .bin file with a tensor the conversion does not know is refused by name, not dropped.
+BOOST_AUTO_TEST_CASE(a_bin_tensor_the_conversion_does_not_know_is_refused) {
+    const auto bytes = [] {
+        std::ifstream in(fixtures_dir() + "/tiny-rwkv-6v0-1m-FP32.bin", std::ios::binary);
+        return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+    }();
+    // one more record: n_dims 1, key length 5, FP32, ne [1], "stray", one float
+    std::vector<char> more(bytes);
+    auto put = [&](std::int32_t v) {
+        const char* p = reinterpret_cast<const char*>(&v);
+        more.insert(more.end(), p, p + 4);
+    };
+    put(1);
+    put(5);
+    put(0);
+    put(1);
+    for (char ch : std::string("stray")) more.push_back(ch);
+    put(0);
+    const auto f = rwkv_bin::file::from_memory(std::as_bytes(std::span<const char>(more)));
+    BOOST_CHECK_EXCEPTION(rwkv_bin::as_gguf(f), format_error, [](const format_error& e) {
+        return std::string(e.what()).find("'stray'") != std::string::npos;
+    });
 }
 
 BOOST_AUTO_TEST_CASE(v6_sequences_batches_and_saved_state_on_the_core) { check_sequences<FinchCore>("tiny-rwkv-6v0-1m-F32.gguf"); }

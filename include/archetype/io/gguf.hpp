@@ -434,6 +434,14 @@ public:
         return f;
     }
 
+    /// Parses bytes it then owns (a file made in memory: io/rwkv_bin_gguf.hpp).
+    static file from_owned_bytes(std::vector<std::byte> bytes) {
+        auto owned = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+        file f = from_memory(std::span<const std::byte>(owned->data(), owned->size()));
+        f.owned_ = std::move(owned);
+        return f;
+    }
+
     /// io::mapped_file::release for a tensor's bytes (nothing for from_memory files).
     void release_pages(const std::byte* p, std::size_t n) const noexcept {
         if (map_) map_->release(p, n);
@@ -685,6 +693,7 @@ private:
     }
 
     std::shared_ptr<const io::mapped_file> map_; // keeps the mapping alive (empty for from_memory)
+    std::shared_ptr<const std::vector<std::byte>> owned_; // from_owned_bytes: the bytes themselves
     std::span<const std::byte> bytes_;
     std::uint32_t version_ = 0;
     std::uint64_t alignment_ = default_alignment;

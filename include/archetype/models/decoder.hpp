@@ -45,7 +45,7 @@
 #include "archetype/policies/mixers/mamba2.hpp"
 #include "archetype/policies/mixers/parallel.hpp"
 #include "archetype/policies/mixers/mla.hpp"
-#include "archetype/policies/mixers/rwkv6.hpp"
+#include "archetype/policies/mixers/rwkv_v5_v6.hpp"
 #include "archetype/policies/mixers/rwkv7.hpp"
 #include "archetype/policies/mixers/short_conv.hpp"
 #include "archetype/policies/multipliers.hpp"

@@ -16,7 +16,8 @@
 // output} [C, C], time_mix_ln (+ .bias) [C]. Key: {arch}.wkv.head_size = N (C = the
 // embedding width); the LoRA ranks come from the tensors' shapes, and where the file
 // states them ({arch}.attention.{decay,iclr,value_residual_mix,gate}_lora_rank) they
-// must agree. The GroupNorm of ln_x uses eps 64e-5, as RWKV-7 and llama.cpp do.
+// must agree. The GroupNorm of ln_x uses {arch}.attention.group_norm_epsilon, or 64e-5 (RWKV-7's
+// and llama.cpp's) when absent.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include "archetype/layers/rwkv7_time_mix.hpp"
 #include "archetype/policies/impl.hpp"
 #include "archetype/policies/mixer.hpp"
+#include "archetype/policies/mixers/rwkv_v5_v6.hpp" // detail::rwkv_group_norm_eps
 #include "archetype/policies/rwkv.hpp"
 
 namespace archetype {
@@ -62,7 +64,7 @@ struct mixer_impl<Rwkv7TimeMix> {
         hp.n_embd = C;
         hp.head_size = std::size_t(N);
         hp.n_head = C / std::size_t(N);
-        hp.gn_eps = 64e-5f;
+        hp.gn_eps = detail::rwkv_group_norm_eps(b);
         w.first = first_rwkv7_layer(b, il);
         // a LoRA's rank from its first matrix [C, D], checked against the key where the file has it
         auto rank = [&](const char* t, const char* key) -> std::size_t {

@@ -1,7 +1,7 @@
 #pragma once
-// Rwkv6TimeMix as a mixer of the decoder core: RWKV-6's time mix (layers/rwkv_time_mix.hpp,
-// the same code rwkv_forward runs) on any layer of a Decoder — alone (an RWKV-6 model
-// composed on the core: docs/rwkv.md) or per layer beside attention
+// Rwkv5TimeMix and Rwkv6TimeMix as mixers of the decoder core: RWKV-5.2's and RWKV-6's time
+// mix (layers/rwkv_time_mix.hpp, the same code rwkv_forward runs) on any layer of a Decoder —
+// alone (an RWKV model composed on the core: docs/rwkv.md) or per layer beside attention
 // (HybridMixer<SelfAttention, Rwkv6TimeMix>).
 //
 // Its memory per sequence is the token-shift vector [C] and the H x N x N wkv matrix.
@@ -10,10 +10,14 @@
 // [C, 1, 1, 5] (w, k, v, r, g), time_mix_w1 [C, 5 D_MIX], time_mix_w2 [D_MIX, C, 5],
 // time_mix_decay [C], time_mix_decay_w1 [C, D_DECAY], time_mix_decay_w2 [D_DECAY, C],
 // time_mix_first [N, H] (the bonus u), time_mix_{receptance, key, value, gate, output}
-// [C, C], time_mix_ln (+ .bias) [C]. Keys: {arch}.wkv.head_size = N (C = the embedding
-// width); the LoRA ranks come from the tensors' shapes and must agree with
-// {arch}.time_mix_extra_dim and {arch}.time_decay_extra_dim where the file states them.
-// The GroupNorm of ln_x uses eps 64e-5, as RWKV-6 and llama.cpp do.
+// [C, C], time_mix_ln (+ .bias) [C]. RWKV-5.2 (no GGUF architecture in llama.cpp: rwkv.cpp's
+// .bin files, converted by io/rwkv_bin_gguf.hpp) has static lerps instead of the ddlerp,
+// time_mix_lerp_{k, v, r, g} [C] (as 1 - mu: x_c = xa + (prev - xa) * lerp_c), and a static
+// decay, time_mix_decay [C] holding exp(-exp(w0)).
+// Keys: {arch}.wkv.head_size = N (C = the embedding width); the LoRA ranks come from the
+// tensors' shapes and must agree with {arch}.time_mix_extra_dim and
+// {arch}.time_decay_extra_dim where the file states them; the eps of ln_x's GroupNorm is
+// {arch}.attention.group_norm_epsilon, 64e-5 (RWKV's and llama.cpp's) when absent.
 #include <cstddef>
 #include <cstdint>
 #include <ranges>
@@ -29,8 +33,19 @@
 
 namespace archetype {
 
-template <>
-struct mixer_impl<Rwkv6TimeMix> {
+namespace detail {
+/// ln_x's GroupNorm eps: {arch}.attention.group_norm_epsilon, or RWKV's 64e-5.
+template <class Binder>
+float rwkv_group_norm_eps(Binder& b) {
+    const std::string key = b.prefix() + "attention.group_norm_epsilon";
+    const float eps = b.file().template get_or<float>(key, 64e-5f);
+    if (!(eps > 0.f) || !(eps <= 1.f))
+        throw format_error("metadata key '" + key + "' = " + std::to_string(eps) + " is outside (0, 1]");
+    return eps;
+}
+
+template <class Mixer>
+struct rwkv_v5_v6_mixer {
     struct weights {
         rwkv_layer_weights L; // the time-mix fields
         rwkv_hparams hp;      // C, N, H, the LoRA ranks, gn_eps
@@ -50,11 +65,11 @@ struct mixer_impl<Rwkv6TimeMix> {
             throw shape_error("metadata key '" + hs_key + "' = " + std::to_string(N) +
                               " does not divide the embedding width " + std::to_string(C));
         auto& hp = w.hp;
-        hp.version = 6;
+        hp.version = Mixer::rwkv_version;
         hp.n_embd = C;
         hp.head_size = std::size_t(N);
         hp.n_head = C / std::size_t(N);
-        hp.gn_eps = 64e-5f;
+        hp.gn_eps = rwkv_group_norm_eps(b);
         // a LoRA's rank from its tensor (dimension `at` of a [C, rank x parts] matrix), checked
         // against the key where the file has it
         auto rank = [&](const char* t, std::size_t parts, const char* key) -> std::size_t {
@@ -69,20 +84,29 @@ struct mixer_impl<Rwkv6TimeMix> {
                                   " but tensor '" + blk + t + "' has rank " + std::to_string(D));
             return D;
         };
-        const std::size_t DM = hp.n_lora_mix = rank("time_mix_w1.weight", 5, "time_mix_extra_dim");
-        const std::size_t DD = hp.n_lora_decay = rank("time_mix_decay_w1.weight", 1, "time_decay_extra_dim");
         auto& L = w.L;
-        L.maa_x = b.vector_f32(blk + "time_mix_lerp_x.weight", C);
-        const auto& lerp = b.tensor(blk + "time_mix_lerp_fused.weight", {C, 1, 1, 5});
-        if (lerp.type != ggml_type::F32)
-            throw shape_error("tensor '" + lerp.name + "' is " + std::string(type_name(lerp.type)) + ", expected F32");
-        const float* fused = reinterpret_cast<const float*>(lerp.data);
-        for (std::size_t c = 0; c < 5; ++c) L.maa[c] = fused + c * C; // w, k, v, r, g
-        L.maa_w1 = b.matrix(blk + "time_mix_w1.weight", C, 5 * DM);
-        for (std::size_t c = 0; c < 5; ++c) L.maa_w2[c] = b.expert(blk + "time_mix_w2.weight", DM, C, 5, c);
-        L.decay = b.vector_f32(blk + "time_mix_decay.weight", C);
-        L.decay_w1 = b.matrix(blk + "time_mix_decay_w1.weight", C, DD);
-        L.decay_w2 = b.matrix(blk + "time_mix_decay_w2.weight", DD, C);
+        if constexpr (Mixer::ddlerp) {
+            const std::size_t DM = hp.n_lora_mix = rank("time_mix_w1.weight", 5, "time_mix_extra_dim");
+            const std::size_t DD = hp.n_lora_decay = rank("time_mix_decay_w1.weight", 1, "time_decay_extra_dim");
+            L.maa_x = b.vector_f32(blk + "time_mix_lerp_x.weight", C);
+            const auto& lerp = b.tensor(blk + "time_mix_lerp_fused.weight", {C, 1, 1, 5});
+            if (lerp.type != ggml_type::F32)
+                throw shape_error("tensor '" + lerp.name + "' is " + std::string(type_name(lerp.type)) + ", expected F32");
+            const float* fused = reinterpret_cast<const float*>(lerp.data);
+            for (std::size_t c = 0; c < 5; ++c) L.maa[c] = fused + c * C; // w, k, v, r, g
+            L.maa_w1 = b.matrix(blk + "time_mix_w1.weight", C, 5 * DM);
+            for (std::size_t c = 0; c < 5; ++c) L.maa_w2[c] = b.expert(blk + "time_mix_w2.weight", DM, C, 5, c);
+            L.decay_w1 = b.matrix(blk + "time_mix_decay_w1.weight", C, DD);
+            L.decay_w2 = b.matrix(blk + "time_mix_decay_w2.weight", DD, C);
+        } else {
+            (void)rank; // no LoRA
+            // static lerps of k, v, r, g (no w: the decay does not depend on the input)
+            L.maa[mix_k] = b.vector_f32(blk + "time_mix_lerp_k.weight", C);
+            L.maa[mix_v] = b.vector_f32(blk + "time_mix_lerp_v.weight", C);
+            L.maa[mix_r] = b.vector_f32(blk + "time_mix_lerp_r.weight", C);
+            L.maa[mix_g] = b.vector_f32(blk + "time_mix_lerp_g.weight", C);
+        }
+        L.decay = b.vector_f32(blk + "time_mix_decay.weight", C); // v6: w0; v5.2: exp(-exp(w0))
         const auto& u = b.tensor(blk + "time_mix_first.weight", {hp.head_size, hp.n_head});
         if (u.type != ggml_type::F32)
             throw shape_error("tensor '" + u.name + "' is " + std::string(type_name(u.type)) + ", expected F32");
@@ -114,7 +138,7 @@ struct mixer_impl<Rwkv6TimeMix> {
             *r = next(n * C);
         ws.mix = next(n * 5 * w.hp.n_lora_mix);
         ws.dd = next(n * w.hp.n_lora_decay);
-        rwkv_time_mix<Rwkv6TimeMix>(w.hp, C, w.hp.head_size, w.L, segs, rwkv_state_at{0, C}, n, ws, c.pool());
+        archetype::rwkv_time_mix<Mixer>(w.hp, C, w.hp.head_size, w.L, segs, rwkv_state_at{0, C}, n, ws, c.pool());
     }
 
 private:
@@ -124,11 +148,17 @@ private:
         T* p = nullptr;
         T* data() const noexcept { return p; }
     };
-    /// rwkv_workspace's members that the v6 time mix reads, as views of the session's scratch
+    /// rwkv_workspace's members that the time mix reads, as views of the session's scratch
     struct workspace {
         rows_of<const float> xn;
         rows_of<float> y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, dd, w, out;
     };
 };
+} // namespace detail
+
+template <>
+struct mixer_impl<Rwkv5TimeMix> : detail::rwkv_v5_v6_mixer<Rwkv5TimeMix> {};
+template <>
+struct mixer_impl<Rwkv6TimeMix> : detail::rwkv_v5_v6_mixer<Rwkv6TimeMix> {};
 
 } // namespace archetype
