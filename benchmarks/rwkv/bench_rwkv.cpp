@@ -41,17 +41,12 @@ namespace {
 double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
 
-/// Bytes of weights one decode step reads: every matrix of every layer and the head.
-std::size_t decode_weight_bytes(const rwkv_weights& W) {
-    auto bytes = [](const kernels::weight_view& v) { return v.rows * v.row_bytes(); };
-    std::size_t total = bytes(W.head);
-    for (const auto& L : W.layers) {
-        for (const auto* v : {&L.maa_w1, &L.decay_w1, &L.decay_w2, &L.iclr_w1, &L.iclr_w2, &L.vres_w1, &L.vres_w2,
-                              &L.gate_w1, &L.gate_w2, &L.wr, &L.wk, &L.wv, &L.wg, &L.wo, &L.ffn_k, &L.ffn_v, &L.ffn_r})
-            total += bytes(*v);
-        for (const auto& v : L.maa_w2) total += bytes(v);
-    }
-    return total;
+/// Bytes of weights one decode step reads: every tensor the core bound but the token
+/// embedding (one row per token).
+template <class Model>
+std::size_t decode_weight_bytes(const Model& m) {
+    const auto& e = m.core.token_embd();
+    return m.core.weight_bytes() - e.rows * e.row_bytes();
 }
 
 /// llama-bench's JSON: the "avg_ts" of the pp and tg rows (0 when absent).
@@ -211,7 +206,7 @@ void bench(const char* label, const char* shape, std::size_t V, const Write& wri
     const double tg = rounds[1];
     std::printf("  archetype: prompt 512: %8.1f tokens/s   decode: %7.2f tokens/s  (2 threads, median of 3)\n", pp,
                 tg);
-    const double wb = double(decode_weight_bytes(model.weights));
+    const double wb = double(decode_weight_bytes(model));
     std::printf("  decode reads %.1f MB of weights per token: %.1f GB/s = %.2f of read bandwidth (%.1f GB/s)\n",
                 wb * 1e-6, wb * tg * 1e-9, wb * tg * 1e-9 / bw, bw);
     std::printf("  state per sequence: %zu bytes (%.2f MiB), the same after 16 or 2048 tokens\n", sess.state_bytes(),

@@ -1,13 +1,14 @@
-// RWKV-6 and RWKV-7 composed on the decoder core (issue 37, item 7): a Decoder whose
-// mixer is the RWKV time mix, whose feed-forward is the channel mix (each with its memory
-// per sequence) and whose block is RwkvBlock loads llama.cpp's rwkv6 / rwkv7 GGUF
+// RWKV-5.2, RWKV-6 and RWKV-7 composed on the decoder core (issue 37, item 7), used
+// directly as Decoders (what Rwkv5/6/7<...>::core name and rwkv_session runs): a Decoder
+// whose mixer is the RWKV time mix, whose feed-forward is the channel mix (each with its
+// memory per sequence) and whose block is RwkvBlock loads llama.cpp's rwkv6 / rwkv7 GGUF
 // fixtures and gives
 //   - the shared fixtures' logits (float64 numpy transcription of ChatRWKV) at every
 //     position and the final recurrent state, 1e-5 as tests/rwkv/test_rwkv_fixtures.cpp
 //     holds the RWKV stack to (fixtures/README.md §5.4), fed as one prompt (1 and 2
 //     threads) and token by token; rwkv.cpp's own expected logits;
-//   - bit for bit the logits and the state of the RWKV stack (models/rwkv.hpp,
-//     rwkv_forward) in each feeding — the same layers' code, wired by the core;
+//   - bit for bit the logits and the state of RWKV's own session API (rwkv_session, the
+//     same core behind RWKV's front end) in each feeding;
 //   - batched decode of three sequences bitwise each alone; a saved sequence restored
 //     into another sequence continues exactly.
 // rwkv.cpp's .bin files (v5.2, v6 FP32 / FP16, v7) run on the core through their conversion
@@ -37,7 +38,8 @@ using rwkv_test::read_tokens;
 
 namespace {
 
-// the two compositions under test (what presets would name)
+// the compositions under test, spelled as a user would (Rwkv6<...>::core is the same up to the
+// order and the defaults it names)
 using FinchCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv6TimeMix, RwkvChannelMix, RwkvBlock,
                           BlockSummedLogits>;
 using EagleCore = Decoder<NoPE, LayerNorm, NormedEmbedding<LayerNorm>, Rwkv5TimeMix, RwkvChannelMix, RwkvBlock,
@@ -68,7 +70,7 @@ run_result run_core(const decoder_model<D>& m, const std::vector<std::int32_t>& 
 }
 
 template <class Arch>
-run_result run_stack(const rwkv_model<Arch>& m, const std::vector<std::int32_t>& ids, feed how, std::size_t threads) {
+run_result run_front(const rwkv_model<Arch>& m, const std::vector<std::int32_t>& ids, feed how, std::size_t threads) {
     auto s = session(m, {.n_threads = threads, .max_sequences = 1});
     run_result r;
     const std::size_t V = s.n_vocab();
@@ -97,7 +99,7 @@ template <class D, class Arch>
 void check(const std::string& file, const std::string& expected_dir, const std::vector<std::string>& prompts,
            const std::string& rwkvcpp_expected, float group_norm_eps = 64e-5f) {
     const auto core = load_core<D>(file, group_norm_eps);
-    const auto stack = load_model<Arch>(fixtures_dir() + "/" + file, {.group_norm_eps = group_norm_eps});
+    const auto front = load_model<Arch>(fixtures_dir() + "/" + file, {.group_norm_eps = group_norm_eps});
     for (const std::string& prompt : prompts) {
         const auto ids = read_tokens(prompt);
         const auto want = read_f32(expected_dir + "/" + prompt + ".logits.f32.bin");
@@ -105,7 +107,7 @@ void check(const std::string& file, const std::string& expected_dir, const std::
         for (feed how : {feed::sequence, feed::token_by_token})
             for (std::size_t threads : {std::size_t(1), std::size_t(2)}) {
                 const auto got = run_core(core, ids, how, threads);
-                const auto old = run_stack(stack, ids, how, threads);
+                const auto old = run_front(front, ids, how, threads);
                 BOOST_REQUIRE_EQUAL(got.logits.size(), want.size());
                 BOOST_REQUIRE_EQUAL(got.state.size(), want_state.size());
                 const double dl = max_diff(got.logits.data(), want.data(), want.size());
@@ -115,8 +117,8 @@ void check(const std::string& file, const std::string& expected_dir, const std::
                                         << ", max state diff (rel) " << ds);
                 BOOST_TEST(dl <= 1e-5);
                 BOOST_TEST(ds <= 1e-5);
-                BOOST_TEST(same_bits(got.logits, old.logits), "logits bitwise the RWKV stack's");
-                BOOST_TEST(same_bits(got.state, old.state), "state bitwise the RWKV stack's");
+                BOOST_TEST(same_bits(got.logits, old.logits), "logits bitwise rwkv_session's");
+                BOOST_TEST(same_bits(got.state, old.state), "state bitwise rwkv_session's");
             }
     }
     // rwkv.cpp's own expected logits after {34, 105, 110}

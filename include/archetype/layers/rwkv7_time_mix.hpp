@@ -33,8 +33,8 @@ using rwkv7_state_at = rwkv_state_at;
 /// v7 time mix of layer `L` (the model's first RWKV-7 layer when `first_layer`) for
 /// rows [0, n): reads ws.xn (the normed input), writes ws.y, updates each segment's
 /// att shift and wkv state (at `at`), and reads (or, at the first layer, writes)
-/// ws.v_first. Segments: a range of rwkv_segment. Workspace: rwkv_workspace, or any struct with the same members whose
-/// data() gives rows x C floats (the decoder core's mixer carves them from its scratch,
+/// ws.v_first. Segments: a range of rwkv_segment. Workspace: any struct with the members read below
+/// whose data() gives rows x C floats (the decoder core's mixer carves them from its scratch,
 /// policies/mixers/rwkv7.hpp).
 template <class Segments, class Workspace>
 void rwkv7_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const rwkv_layer_weights& L,

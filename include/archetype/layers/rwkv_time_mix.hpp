@@ -54,9 +54,9 @@ struct rwkv_state_at {
 /// Time mix of layer `L` for rows [0, n): reads ws.xn (LN1 output), writes ws.y
 /// (the residual update), updates each segment's att shift and wkv state (at `at`).
 /// C and N are passed resolved (static when the model type fixes them).
-/// Segments: a range of rwkv_segment. Workspace: rwkv_workspace, or any struct with the
-/// same members whose data() gives the rows (the decoder core's mixer carves them from
-/// its scratch, policies/mixers/rwkv6.hpp).
+/// Segments: a range of rwkv_segment. Workspace: any struct with the members read below
+/// (xn, y, sx, xw, xk, ...) whose data() gives the rows (the decoder core's mixer carves
+/// them from its scratch, policies/mixers/rwkv_v5_v6.hpp).
 template <class Mixer, class Segments, class Workspace>
 void rwkv_time_mix(const rwkv_hparams& hp, std::size_t C, std::size_t N, const rwkv_layer_weights& L,
                    const Segments& segs, rwkv_state_at at, std::size_t n, Workspace& ws, thread_pool* pool) {

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "archetype/kernels/matmul.hpp"
-#include "archetype/models/layer_range.hpp"
 
 namespace archetype {
 
@@ -69,22 +68,6 @@ struct rwkv_layer_weights {
     // channel mix
     const float *ffn_maa_k = nullptr, *ffn_maa_r = nullptr;
     kernels::weight_view ffn_k, ffn_v, ffn_r; ///< [F x C], [C x F], [C x C] (no ffn_r / ffn_maa_r in v7)
-};
-
-struct rwkv_weights {
-    rwkv_hparams hp;
-    /// The layers loaded (a pipeline stage: models/layer_range.hpp): emb and ln0 only
-    /// when it starts at layer 0, ln_out and head only when it ends at the last;
-    /// layers[l] is bound for l in the range (layers before it are empty).
-    layer_range range{}; ///< count 0 (weights filled by hand): every layer
-    layer_range stage() const noexcept { return range.count ? range : layer_range{0, hp.n_layer}; }
-    bool has_embedding() const noexcept { return stage().starts_model(); }
-    bool has_head() const noexcept { return stage().ends_model(hp.n_layer); }
-    kernels::weight_view emb;  ///< [V x C]
-    const float *ln0_w = nullptr, *ln0_b = nullptr;
-    std::vector<rwkv_layer_weights> layers;
-    const float *ln_out_w = nullptr, *ln_out_b = nullptr;
-    kernels::weight_view head; ///< [V x C]
 };
 
 } // namespace archetype

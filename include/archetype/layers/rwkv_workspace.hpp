@@ -1,7 +1,7 @@
 #pragma once
-// Scratch buffers of one RWKV forward pass over up to `rows` tokens, and the
-// description of which rows belong to which sequence. Sized once per session
-// (rows = the prefill chunk) so the hot path never allocates.
+// Which rows of a pass belong to which sequence (rwkv_segment), and RWKV's token shift
+// over them. The layers' scratch rows are views of the decoder core's scratch
+// (policies/mixers/rwkv*.hpp, policies/ffn_rwkv.hpp), sized once per session.
 #include <algorithm>
 #include <cstddef>
 #include <span>
@@ -16,28 +16,6 @@ namespace archetype {
 struct rwkv_segment {
     float* state = nullptr;
     std::size_t begin = 0, len = 0;
-};
-
-struct rwkv_workspace {
-    std::size_t rows = 0;
-    std::vector<float> x, xn, y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, w, out, dd, hid, emb_row;
-    std::vector<float> xia, ia, kk, v_first; // v7: the a-lerp input, a, kk, layer 0's values
-
-    void reserve(const rwkv_hparams& hp, std::size_t n_rows) {
-        if (n_rows <= rows) return;
-        rows = n_rows;
-        const std::size_t C = hp.n_embd;
-        for (auto* b : {&x, &xn, &y, &sx, &xxx, &xw, &xk, &xv, &xr, &xg, &r, &k, &v, &g, &w, &out})
-            b->assign(n_rows * C, 0.f);
-        mix.assign(n_rows * 5 * hp.n_lora_mix, 0.f);
-        // the widest low-rank middle (v7 has four LoRAs, v6 one)
-        const std::size_t rank = std::max({hp.n_lora_decay, hp.n_lora_iclr, hp.n_lora_vres, hp.n_lora_gate});
-        dd.assign(n_rows * rank, 0.f);
-        if (hp.version == 7)
-            for (auto* b : {&xia, &ia, &kk, &v_first}) b->assign(n_rows * C, 0.f);
-        hid.assign(n_rows * hp.n_ffn, 0.f);
-        emb_row.assign(C, 0.f);
-    }
 };
 
 namespace detail {

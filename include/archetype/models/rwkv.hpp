@@ -8,32 +8,23 @@
 //   using Finch = archetype::Rwkv6<2048, 64>;
 //   std::cout << archetype::describe<Finch>();
 //
-// rwkv_model<Arch> is a loaded model: views of the weights (into the mapped
-// file where its layout allows) plus what keeps them alive. rwkv_forward runs
-// a batch of rows, each row a token of some sequence, through the whole stack.
+// Each is a composition on the decoder core (Arch::core: a Decoder whose mixer is the time
+// mix, whose feed-forward is the channel mix and whose block is RwkvBlock), which loads and
+// runs it: the same block loop, binder, tensor and key ledgers as every decoder.
+// rwkv_model<Arch> is a loaded model (models/rwkv_load.hpp), rwkv_session<Arch> RWKV's
+// session API over the core's session (runtime/rwkv_session.hpp).
 #include <cstddef>
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <memory>
-#include <span>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "archetype/core/dims.hpp"
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
-#include "archetype/core/thread_pool.hpp"
-#include "archetype/kernels/convert.hpp"
-#include "archetype/kernels/matmul.hpp"
-#include "archetype/kernels/norm.hpp"
-#include "archetype/layers/rwkv7_time_mix.hpp"
-#include "archetype/layers/rwkv_channel_mix.hpp"
-#include "archetype/layers/rwkv_time_mix.hpp"
 #include "archetype/layers/rwkv_weights.hpp"
-#include "archetype/layers/rwkv_workspace.hpp"
 #include "archetype/models/compose.hpp"
+#include "archetype/models/decoder.hpp"
+#include "archetype/models/decoder_model.hpp"
 #include "archetype/policies/cache.hpp"
 #include "archetype/policies/norm.hpp"
 #include "archetype/policies/rwkv.hpp"
@@ -84,6 +75,13 @@ struct rwkv_arch {
     static_assert(std::is_same_v<norm, LayerNorm>, "archetype: RWKV blocks use LayerNorm (ln_x is a GroupNorm)");
     static_assert(recurrent_cache<cache>,
                   "archetype: RWKV keeps a recurrent state, not a KV cache: use RecurrentState (or no cache policy)");
+
+    /// What runs it: the decoder core with the time mix as the mixer, the channel mix as the
+    /// feed-forward (each with its memory per sequence), RWKV's block, LayerNorm after the
+    /// embedding (ln0) and a head summed in blocks as every RWKV projection is (a prompt as
+    /// exact as decoding). No position, no KV cell: FullCache only counts positions here.
+    using core = Decoder<NoPE, Causal, FullCache, norm, NormedEmbedding<norm>, mixer, ffn, RwkvBlock, BlockSummedLogits,
+                         storage>;
 
     /// Floats of recurrent state per layer and sequence: 2 shift vectors + H x N x N = (2 + N) * D.
     static constexpr dim_t state_floats_per_layer = (D == dynamic || H == dynamic) ? dynamic : (2 + H) * D;
@@ -141,18 +139,23 @@ struct is_rwkv_arch<Rwkv7<D, H, Ps...>> : std::true_type {};
 template <class T>
 concept RwkvArchitecture = detail::is_rwkv_arch<T>::value;
 
-/// A loaded RWKV model. The weights are views; `keep_alive` holds the mapped
-/// file and `owned` the few tensors the loader had to convert or realign.
+/// A loaded RWKV model: the decoder core's model of Arch::core (the weights are views of the
+/// file, or of the GGUF an rwkv.cpp .bin was converted to in memory: io/rwkv_bin_gguf.hpp)
+/// and the RWKV dimensions it was loaded with.
 template <class Arch>
     requires RwkvArchitecture<Arch>
 struct rwkv_model {
     using arch = Arch;
-    rwkv_weights weights;
-    std::shared_ptr<const void> keep_alive;
-    std::vector<std::vector<float>> owned;
-    std::string source; ///< "rwkv.cpp .bin v101 FP16", "GGUF rwkv6", ...
+    using core_model = decoder_model<typename Arch::core>;
+    core_model core;     ///< what runs: the core's layers, binder and ledgers
+    rwkv_hparams hp;     ///< the loaded dimensions, in RWKV's terms
+    std::string source;  ///< "rwkv.cpp .bin v101 FP16", "GGUF rwkv6", ...
 
-    const rwkv_hparams& hparams() const noexcept { return weights.hp; }
+    const rwkv_hparams& hparams() const noexcept { return hp; }
+    /// The layers loaded (a pipeline stage, models/layer_range.hpp).
+    layer_range stage() const noexcept { return core.layers(); }
+    bool has_embedding() const noexcept { return core.has_embedding(); }
+    bool has_head() const noexcept { return core.has_head(); }
     /// The compiled structure with the loaded dimensions (as decoder_model::describe).
     std::string describe() const;
 };
@@ -161,7 +164,6 @@ struct rwkv_model {
 template <class Arch>
     requires RwkvArchitecture<Arch>
 std::string rwkv_model<Arch>::describe() const {
-    const auto& hp = hparams();
     const auto& m = *this;
     std::string s = Arch::describe();
     s += "loaded from " + m.source + ":\n";
@@ -183,80 +185,14 @@ std::string rwkv_model<Arch>::describe() const {
     s += detail::describe_line("eps", eps);
     s += detail::describe_line("state", std::to_string(hp.state_floats() * sizeof(float)) +
                                             " bytes per sequence (constant in the sequence length)");
+    s += detail::describe_line("runs on", "the decoder core: " + std::string(Arch::core::block::name) + " of " +
+                                              std::string(Arch::mixer::name) + " and " + std::string(Arch::ffn::name));
     return s;
 }
 /// The one describe spelling of the three families (decoder, encoder, RWKV).
 template <class Arch>
 std::string describe(const rwkv_model<Arch>& m) {
     return m.describe();
-}
-
-namespace detail {
-/// Row `id` of an embedding matrix as float32.
-inline void rwkv_embedding_row(const kernels::weight_view& E, std::size_t id, float* out) {
-    const std::byte* p = E.row(id);
-    switch (E.type) {
-    case ggml_type::F32: std::memcpy(out, p, E.cols * sizeof(float)); break;
-    case ggml_type::F16: kernels::f16_to_f32(reinterpret_cast<const std::uint16_t*>(p), out, E.cols); break;
-    case ggml_type::BF16: kernels::bf16_to_f32(reinterpret_cast<const std::uint16_t*>(p), out, E.cols); break;
-    default:
-        throw argument_error("embedding type " + std::string(type_name(E.type)) + " is not supported");
-    }
-}
-} // namespace detail
-
-/// Runs rows [0, n) — token `tokens[i]` of the sequence whose segment holds row
-/// i — through all layers, updating each segment's state. Writes the logits of
-/// rows `out_rows` (in that order) to `logits` ([out_rows.size() x n_vocab]).
-/// Token ids must have been checked by the caller; ws must hold >= n rows.
-///
-/// A pipeline stage (W.range not the whole model) reads its input rows from
-/// x_in instead of embedding tokens, keeps the state of its own layers only (a
-/// segment's state starts at its first layer), and, unless it ends the model,
-/// leaves its output rows in ws.x for the next stage. `each_layer` (may be null)
-/// is called after every layer.
-template <class Arch>
-void rwkv_forward(const rwkv_weights& W, std::span<const rwkv_segment> segs, const std::int32_t* tokens,
-                  std::size_t n, std::span<const std::size_t> out_rows, float* logits, rwkv_workspace& ws,
-                  thread_pool* pool, const float* x_in = nullptr, void (*each_layer)(void*) = nullptr,
-                  void* each_layer_context = nullptr) {
-    const auto& hp = W.hp;
-    const std::size_t C = resolve_dim<Arch::embd>(hp.n_embd);
-    const std::size_t N = resolve_dim<Arch::head_size>(hp.head_size);
-    float* x = ws.x.data();
-    float* xn = ws.xn.data();
-    const float* y = ws.y.data();
-    if (W.has_embedding()) {
-        for (std::size_t i = 0; i < n; ++i) {
-            detail::rwkv_embedding_row(W.emb, std::size_t(tokens[i]), ws.emb_row.data());
-            kernels::layer_norm(ws.emb_row.data(), W.ln0_w, W.ln0_b, x + i * C, C, hp.ln_eps);
-        }
-    } else {
-        if (!x_in) throw argument_error("rwkv_forward: a pipeline stage without the embedding needs its input rows (x_in)");
-        std::memcpy(x, x_in, n * C * sizeof(float));
-    }
-    const std::size_t spl = hp.state_floats_per_layer();
-    const layer_range R = W.stage();
-    for (std::size_t l = R.first; l < R.first + R.count; ++l) {
-        const auto& L = W.layers[l];
-        const std::size_t at = (l - R.first) * spl; // the stage's state holds its layers only
-        for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln1_w, L.ln1_b, xn + i * C, C, hp.ln_eps);
-        if constexpr (Arch::mixer::rwkv_version == 7)
-            rwkv7_time_mix(hp, C, N, L, segs, rwkv7_state_at{at + C, at + 2 * C}, n, l == 0, ws, pool);
-        else
-            rwkv_time_mix<typename Arch::mixer>(hp, C, N, L, segs, rwkv_state_at{at + C, at + 2 * C}, n, ws, pool);
-        for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
-        for (std::size_t i = 0; i < n; ++i) kernels::layer_norm(x + i * C, L.ln2_w, L.ln2_b, xn + i * C, C, hp.ln_eps);
-        rwkv_channel_mix<typename Arch::ffn>(hp, C, L, segs, at, n, ws, pool);
-        for (std::size_t e = 0; e < n * C; ++e) x[e] += y[e];
-        if (hp.rescale_every != 0 && (l + 1) % hp.rescale_every == 0)
-            for (std::size_t e = 0; e < n * C; ++e) x[e] *= 0.5f;
-        if (each_layer) each_layer(each_layer_context);
-    }
-    if (out_rows.empty() || !W.has_head()) return;
-    for (std::size_t j = 0; j < out_rows.size(); ++j)
-        kernels::layer_norm(x + out_rows[j] * C, W.ln_out_w, W.ln_out_b, xn + j * C, C, hp.ln_eps);
-    kernels::matmul(W.head, xn, C, out_rows.size(), logits, hp.n_vocab, pool, rwkv_gemm_sum);
 }
 
 } // namespace archetype

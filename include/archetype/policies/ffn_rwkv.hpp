@@ -73,7 +73,7 @@ private:
         T* p = nullptr;
         T* data() const noexcept { return p; }
     };
-    /// rwkv_workspace's members that the channel mix reads, as views of the session's scratch
+    /// The workspace members that the channel mix reads, as views of the session's scratch
     struct workspace {
         rows_of<const float> xn;
         rows_of<float> y, sx, xk, xr, r, hid;

@@ -119,7 +119,10 @@ public:
                 layout.cells[i] = 0;
         cache_ = runtime::kv_cache(std::move(layout), opt_.max_sequences);
         cache_impl_t::init(g, cache_scratch_);
-        attention_keys_ = cache_impl_t::attention_keys(g);
+        // the attention scratch only where some held layer attends (not for RWKV or Mamba)
+        attention_keys_ = std::any_of(layout.cells.begin(), layout.cells.end(), [](std::size_t c) { return c != 0; })
+                              ? cache_impl_t::attention_keys(g)
+                              : 0;
         rows_ = std::max(chunk_, opt_.max_sequences);
         // the recurrent mixers' state per sequence (conv states, ...) beside the KV cells,
         // and the scratch their forward pass needs
@@ -184,6 +187,17 @@ public:
     /// Bytes of recurrent mixer state (a hybrid's conv states, ...) one sequence keeps
     /// beside its KV cells (0 for a model that only attends).
     std::size_t recurrent_state_bytes_per_sequence() const noexcept { return state_per_seq_ * sizeof(float); }
+    /// Sequence s's recurrent state: each held layer's feed-forward memory, then its mixer's
+    /// (for RWKV rwkv.cpp's layout: per layer the channel-mix shift, the time-mix shift, the
+    /// wkv matrix); read, or written in place (a saved state put back: runtime/rwkv_session.hpp).
+    std::span<const float> recurrent_state(seq_id s) const {
+        check_seq(s);
+        return {rstate_.data() + std::size_t(s) * state_per_seq_, state_per_seq_};
+    }
+    std::span<float> recurrent_state(seq_id s) {
+        check_seq(s);
+        return {rstate_.data() + std::size_t(s) * state_per_seq_, state_per_seq_};
+    }
     std::size_t n_vocab() const noexcept { return m_->n_vocab(); }
     /// Tokens held by sequence s (= its next position).
     std::int64_t n_past(seq_id s) const {

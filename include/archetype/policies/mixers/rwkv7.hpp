@@ -149,7 +149,7 @@ private:
         T* p = nullptr;
         T* data() const noexcept { return p; }
     };
-    /// rwkv_workspace's members as views of the session's scratch
+    /// The workspace members as views of the session's scratch
     struct workspace {
         rows_of<const float> xn;
         rows_of<float> y, v_first, sx, xr, xw, xk, xv, xia, xg, r, k, v, w, ia, g, out, kk, dd;

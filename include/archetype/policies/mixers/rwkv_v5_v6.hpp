@@ -148,7 +148,7 @@ private:
         T* p = nullptr;
         T* data() const noexcept { return p; }
     };
-    /// rwkv_workspace's members that the time mix reads, as views of the session's scratch
+    /// The workspace members that the time mix reads, as views of the session's scratch
     struct workspace {
         rows_of<const float> xn;
         rows_of<float> y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, dd, w, out;
