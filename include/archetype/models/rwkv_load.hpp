@@ -22,7 +22,7 @@
 #include "archetype/io/rwkv_bin.hpp"
 #include "archetype/io/rwkv_bin_gguf.hpp"
 #include "archetype/models/decoder_model.hpp"
-#include "archetype/models/rwkv.hpp"
+#include "archetype/models/rwkv_model.hpp"
 
 namespace archetype {
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "archetype/core/error.hpp"
-#include "archetype/models/rwkv.hpp"
+#include "archetype/models/rwkv_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
 #include "archetype/runtime/session_args.hpp"
 
