@@ -25,7 +25,8 @@ rotates q and k). The shim lists "BambaForCausalLM" after the checkpoint's own c
 converter reads (its own switch for RoPE); the class it runs is still GraniteHybridModel, chosen from the
 checkpoint's config.json. (Bamba itself is not the fixture: transformers' Bamba rotates only the first half of
 each head, partial_rotary_factor 0.5 hard-coded, while the converter permutes the whole head as for llama, so
-llama.cpp's reading of a Bamba GGUF is not transformers'.)
+llama.cpp's reading of a Bamba GGUF is not transformers': 0.95 apart at 40 tokens on a tiny random Bamba, see
+tools/reference/README.md.)
 """
 from __future__ import annotations
 
