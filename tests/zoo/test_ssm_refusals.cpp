@@ -2,7 +2,8 @@
 // hostile variants of the zoo's mamba2 / nemotron_h / qwen3next GGUFs (a head count of 0
 // under an attention mixer, ssm keys out of range or inconsistent, a per-layer rule the file
 // does not give) and of the mamba2 / granitehybrid Hugging Face checkpoints (a dt clamp the
-// GGUF cannot carry, unknown layer kinds, experts, RoPE).
+// GGUF cannot carry, unknown layer kinds, experts, a RoPE type other than the default);
+// and which granitehybrid entry takes which file (NoPE or RoPE by rope.scaling.finetuned).
 // Arguments after `--`: tests/data/zoo.
 #define BOOST_TEST_MODULE ssm_refusals
 #include <boost/test/unit_test.hpp>
@@ -16,6 +17,7 @@
 
 #include "archetype/io/hf_checkpoint.hpp"
 #include "archetype/models/decoder_model.hpp"
+#include "archetype/models/presets/granitehybrid.hpp"
 #include "archetype/models/presets/mamba2.hpp"
 #include "archetype/models/presets/nemotron_h.hpp"
 #include "archetype/models/presets/qwen3next.hpp"
@@ -119,7 +121,8 @@ BOOST_AUTO_TEST_CASE(hugging_face_state_space_checkpoints_are_refused_by_name) {
     hf_refused("granitehybrid", [](json& j) { j["layer_types"][1] = "sliding_attention"; }, "sliding_attention");
     hf_refused("granitehybrid", [](json& j) { j["layer_types"].erase(0); }, "layer_types");
     hf_refused("granitehybrid", [](json& j) { j["num_local_experts"] = 4; }, "num_local_experts");
-    hf_refused("granitehybrid", [](json& j) { j["position_embedding_type"] = "rope"; }, "position_embedding_type");
+    hf_refused("granitehybrid", [](json& j) { j["position_embedding_type"] = "alibi"; }, "position_embedding_type");
+    hf_refused("granitehybrid-rope", [](json& j) { j["rope_parameters"]["rope_type"] = "linear"; }, "rope_type");
     hf_refused("granitehybrid", [](json& j) { j["mamba_n_groups"] = 3; }, "groups");
 }
 
@@ -131,4 +134,58 @@ BOOST_AUTO_TEST_CASE(the_hub_layer_names_convert_as_transformers_5s) {
     const auto a = hf::open_as_gguf(hub.dir.string());
     const auto kv = a.get<std::vector<std::uint64_t>>("granitehybrid.attention.head_count_kv");
     BOOST_TEST(kv == (std::vector<std::uint64_t>{0, 2, 0}), boost::test_tools::per_element());
+}
+
+namespace {
+using granitehybrid_entries = architecture_list<presets::granitehybrid_architecture, presets::granitehybrid_moe_architecture,
+                                                presets::granitehybrid_rope_architecture>;
+/// The name of the granitehybrid entry the registry picks for this file.
+std::string granitehybrid_entry_for(const gguf::file& f) {
+    return with_architecture<granitehybrid_entries>(f, []<class E>(std::type_identity<E>) -> std::string {
+        if constexpr (std::is_same_v<E, presets::granitehybrid_architecture>) return "granitehybrid";
+        else if constexpr (std::is_same_v<E, presets::granitehybrid_moe_architecture>) return "granitehybrid_moe";
+        else return "granitehybrid_rope";
+    });
+}
+test_util::edited_gguf edited(const std::string& family, const std::string& tag,
+                              const std::function<void(gguf::writer&)>& edit) {
+    return test_util::edited_gguf(zoo_root() + "/" + family + "/model.gguf", "granitehybrid_entry_" + tag,
+                                  [&](gguf::writer& w, const gguf::file&) { edit(w); });
+}
+} // namespace
+
+// llama.cpp switches RoPE on granitehybrid.rope.scaling.finetuned (granite-hybrid.cpp: absent
+// reads as true); neither structure reads the key, so the entries tell the files apart by it
+// and an entry given a file of the other kind refuses it rather than run it wrong.
+BOOST_AUTO_TEST_CASE(granitehybrid_files_go_to_the_nope_or_rope_entry_by_rope_scaling_finetuned) {
+    BOOST_TEST(granitehybrid_entry_for(gguf::file::open(zoo_root() + "/granitehybrid/model.gguf")) == "granitehybrid");
+    BOOST_TEST(granitehybrid_entry_for(gguf::file::open(zoo_root() + "/granitehybrid-moe/model.gguf")) == "granitehybrid_moe");
+    BOOST_TEST(granitehybrid_entry_for(gguf::file::open(zoo_root() + "/granitehybrid-rope/model.gguf")) == "granitehybrid_rope");
+    {   // no key: RoPE, as llama.cpp reads it
+        const auto absent = edited("granitehybrid-rope", "absent", [](gguf::writer& w) { w.erase("granitehybrid.rope.scaling.finetuned"); });
+        BOOST_TEST(granitehybrid_entry_for(gguf::file::open(absent.path)) == "granitehybrid_rope");
+        const auto nope_absent = edited("granitehybrid", "nope_absent", [](gguf::writer& w) { w.erase("granitehybrid.rope.scaling.finetuned"); });
+        BOOST_TEST(granitehybrid_entry_for(gguf::file::open(nope_absent.path)) == "granitehybrid_rope");
+    }
+    {   // the RoPE file saying false goes to the NoPE entry
+        const auto off = edited("granitehybrid-rope", "off", [](gguf::writer& w) { w.set("granitehybrid.rope.scaling.finetuned", false); });
+        BOOST_TEST(granitehybrid_entry_for(gguf::file::open(off.path)) == "granitehybrid");
+    }
+    {   // experts with RoPE: no entry, said as such (not "not registered")
+        const auto moe_rope = edited("granitehybrid-moe", "moe_rope", [](gguf::writer& w) { w.set("granitehybrid.rope.scaling.finetuned", true); });
+        refused<shape_error>([&] { (void)granitehybrid_entry_for(gguf::file::open(moe_rope.path)); },
+                             "no entry for architecture 'granitehybrid' takes this file");
+    }
+    // an entry loaded by name on the other kind's file refuses it
+    refused<shape_error>([] { (void)load_model<presets::granitehybrid_architecture>(zoo_root() + "/granitehybrid-rope/model.gguf"); },
+                         "accepts() is false");
+    refused<shape_error>([] { (void)load_model<presets::granitehybrid_rope_architecture>(zoo_root() + "/granitehybrid/model.gguf"); },
+                         "accepts() is false");
+    refused<shape_error>([] { (void)load_model<presets::granitehybrid_moe_architecture>(zoo_root() + "/granitehybrid-rope/model.gguf"); },
+                         "accepts() is false");
+    // the HF directory writes the switch from position_embedding_type
+    BOOST_TEST(hf::open_as_gguf(zoo_root() + "/granitehybrid-rope/hf").get<bool>("granitehybrid.rope.scaling.finetuned"));
+    BOOST_TEST(!hf::open_as_gguf(zoo_root() + "/granitehybrid/hf").get<bool>("granitehybrid.rope.scaling.finetuned"));
+    edited_checkpoint hub("granitehybrid", [](nlohmann::json& j) { j["position_embedding_type"] = "nope"; });
+    BOOST_TEST(!hf::open_as_gguf(hub.dir.string()).get<bool>("granitehybrid.rope.scaling.finetuned"));
 }

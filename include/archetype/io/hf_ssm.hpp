@@ -13,11 +13,15 @@
 //                                    "linear_attention"/"full_attention"; head_count_kv 0 on the
 //                                    Mamba layers), Granite's multipliers, the dense shared_mlp
 //                                    (input_linear = gate | up rows), q/k rows permuted as
-//                                    LlamaModel.permute; NoPE only (rope.scaling.finetuned false)
+//                                    LlamaModel.permute; NoPE (rope.scaling.finetuned false,
+//                                    context_length 2^20) unless position_embedding_type is
+//                                    "rope": then rope.scaling.finetuned true (llama.cpp's RoPE
+//                                    switch; the converter itself writes it only for Bamba) and
+//                                    the config's max_position_embeddings
 //
 // What these converters do not handle is refused by name: a time_step_limit other than
-// (0, inf) (transformers clamps dt to it, llama.cpp does not), Granite's mixtures of experts
-// and RoPE (position_embedding_type "rope"), a bias on a projection the GGUF has no tensor for.
+// (0, inf) (transformers clamps dt to it, llama.cpp does not), Granite's mixtures of experts,
+// a RoPE type other than "default", a bias on a projection the GGUF has no tensor for.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -138,9 +142,17 @@ void granite_hybrid_gguf(gguf::writer& w, const config& c, const weights& W, std
     auto nonzero = [&](const char* k) { return c.has(k) && c.raw()[k] != 0; };
     if (nonzero("num_local_experts") || nonzero("num_experts_per_tok"))
         throw format_error("config.json num_local_experts > 0: " + cls + " with experts is not converted by this library");
-    if (c.has("position_embedding_type") && c.raw()["position_embedding_type"] != "nope")
-        throw format_error("config.json position_embedding_type = " + c.raw()["position_embedding_type"].dump() +
-                           " is not implemented for " + cls + " (NoPE only)");
+    // transformers: RoPE iff position_embedding_type is "rope" (None and the Hub's "nope": none)
+    const auto& pe = c.has("position_embedding_type") ? c.raw()["position_embedding_type"] : nlohmann::json();
+    const bool rotary = pe == "rope";
+    if (!rotary && !pe.is_null() && pe != "nope")
+        throw format_error("config.json position_embedding_type = " + pe.dump() + " is not implemented for " + cls +
+                           " (\"rope\" or none)");
+    const auto rope = c.rope();
+    // GraniteMoeHybridRotaryEmbedding's default RoPE spans the whole head (no partial factor)
+    if (rotary && rope.contains("rope_type") && rope["rope_type"] != "default")
+        throw format_error("config.json rope_parameters.rope_type = " + rope["rope_type"].dump() + " is not implemented for " +
+                           cls + " (the default RoPE only)");
     for (const char* k : {"mamba_proj_bias", "attention_bias"})
         if (c.flag_or(k, false)) throw format_error("config.json " + std::string(k) + " = true is not implemented for " + cls);
     const std::uint64_t n_embd = c.dim("hidden_size"), n_layer = c.dim("num_hidden_layers", 1u << 16),
@@ -166,7 +178,9 @@ void granite_hybrid_gguf(gguf::writer& w, const config& c, const weights& W, std
     for (std::uint64_t l = 0; l < n_layer; ++l) kv[l] = attends[l] ? std::uint32_t(n_head_kv) : 0;
     const std::uint64_t hd = n_embd / n_head;
     w.set("general.architecture", std::string("granitehybrid"));
-    w.set(a + "context_length", std::uint32_t(1) << 20); // the converter's for NoPE
+    // the converter's 2^20 for NoPE, max_position_embeddings (LlamaModel's) with RoPE
+    w.set(a + "context_length", rotary ? std::uint32_t(c.dim("max_position_embeddings", std::uint64_t(1) << 31))
+                                       : std::uint32_t(1) << 20);
     w.set(a + "embedding_length", std::uint32_t(n_embd));
     w.set(a + "block_count", std::uint32_t(n_layer));
     w.set(a + "feed_forward_length", std::uint32_t(n_ff));
@@ -174,9 +188,8 @@ void granite_hybrid_gguf(gguf::writer& w, const config& c, const weights& W, std
     w.set(a + "attention.head_count_kv", kv);
     w.set(a + "attention.layer_norm_rms_epsilon", float(c.num_or("rms_norm_eps", 1e-6)));
     w.set(a + "rope.dimension_count", std::uint32_t(hd));
-    const auto rope = c.rope();
     w.set(a + "rope.freq_base", float(rope.contains("rope_theta") ? c.number(rope["rope_theta"], "rope_theta") : 10000.0));
-    w.set(a + "rope.scaling.finetuned", false);
+    w.set(a + "rope.scaling.finetuned", rotary);
     w.set(a + "vocab_size", std::uint32_t(c.dim("vocab_size", std::uint64_t(1) << 31)));
     w.set(a + "expert_count", std::uint32_t(0));
     w.set(a + "expert_used_count", std::uint32_t(0));

@@ -49,6 +49,7 @@ struct known_unused_key {
 /// Keys converters write that no computation depends on (llama.cpp's
 /// convert_hf_to_gguf.py and gguf-py writers).
 inline constexpr known_unused_key shared_known_unused_keys[] = {
+    // (granitehybrid's entries read it in accepts(): llama.cpp's RoPE switch there, presets/granitehybrid.hpp)
     {"{arch}.rope.scaling.finetuned", "informational: whether the checkpoint was fine-tuned at the scaled context"},
     {"{arch}.nextn_predict_layers", "no multi-token-prediction layers", 0.0},
     {"{arch}.expert_group_count", "one expert group routes as plain top-k", 1.0},

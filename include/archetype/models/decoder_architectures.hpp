@@ -73,6 +73,7 @@ using decoder_architectures =
                       presets::glm4moe_architecture, presets::gpt_oss_architecture,
                       presets::deepseek2_architecture, presets::mamba_architecture, presets::mamba2_architecture,
                       presets::granitehybrid_architecture, presets::granitehybrid_moe_architecture,
+                      presets::granitehybrid_rope_architecture,
                       presets::nemotron_h_architecture, presets::falcon_h1_architecture,
                       presets::qwen3next_architecture, presets::qwen35_architecture, presets::jamba_architecture>;
 

@@ -709,9 +709,17 @@ decoder_model<Model> load_model(const std::string& path, const decoder_options& 
 
 /// Loads a file as registry entry A's structure with A's conventions
 /// (models/registry.hpp), e.g. load_model<presets::qwen2_architecture>("qwen2.gguf").
+/// An entry with accepts() must accept the file: entries of one name tell their files
+/// apart by it (granitehybrid's NoPE and RoPE entries by rope.scaling.finetuned, a key
+/// neither structure reads), so another entry of that name would run it silently wrong.
 template <ArchitectureEntry A>
     requires DecoderType<typename A::model>
 decoder_model<typename A::model> load_model(gguf::file f, decoder_options opt = {}) {
+    if constexpr (requires { { A::accepts(f) } -> std::convertible_to<bool>; })
+        if (!A::accepts(f))
+            throw shape_error("this '" + std::string(f.architecture()) + "' file is not one the entry for '" +
+                              std::string(A::gguf_name) + "' given to load_model takes (its accepts() is false): "
+                              "load it through the registry (with_architecture), which picks the entry that does");
     static constexpr arch::gguf_conventions conv = conventions_of<A>();
     if (!opt.conventions) opt.conventions = &conv;
     // keys the entry's converter writes that its structure does not read, with the reason

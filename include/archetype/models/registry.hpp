@@ -100,11 +100,18 @@ namespace detail {
 template <class F, class E, class... Es>
 decltype(auto) visit_first(const gguf::file& f, F& visit, architecture_list<E, Es...>, const std::string& known) {
     if (entry_accepts<E>(f)) return visit(std::type_identity<E>{});
-    if constexpr (sizeof...(Es) == 0)
-        throw shape_error("architecture '" + std::string(f.architecture()) +
+    if constexpr (sizeof...(Es) == 0) {
+        // a registered name whose entries all refuse this file (their accepts(): e.g. a
+        // granitehybrid file with experts and RoPE) is not an unknown architecture
+        const std::string arch(f.architecture());
+        if ((", " + known + ", ").find(", " + arch + ", ") != std::string::npos)
+            throw shape_error("no entry for architecture '" + arch + "' takes this file: each has a condition on the "
+                              "file's keys or tensors that it does not meet (docs/architectures.md)");
+        throw shape_error("architecture '" + arch +
                           "' is not registered (known: " + known +
                           "): add an entry for it to the list given to with_architecture (docs/README.md, Adding an "
                           "architecture)");
+    }
     else
         return visit_first(f, visit, architecture_list<Es...>{}, known);
 }

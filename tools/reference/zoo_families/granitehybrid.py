@@ -14,9 +14,23 @@ without the shim every layer is taken for Mamba-2 and head_count_kv is all zeros
 hands the converter a copy of config.json with the names mapped ("full_attention" -> "attention",
 "linear_attention" -> "mamba"); the checkpoint keeps transformers' names. The script asserts that the GGUF's
 head_count_kv reproduces the config's layer types.
+
+granitehybrid-rope: the same model with position_embedding_type "rope" (rope_theta 500, not the default, so
+that a wrong base shows): RoPE on the attention layers, full head width (GraniteMoeHybridRotaryEmbedding has
+no partial factor), which llama.cpp runs when rope.scaling.finetuned is true or absent (granite-hybrid.cpp),
+with LLAMA_ROPE_TYPE_NORM on the q/k rows the converter permuted as for llama. Second shim: the converter
+writes rope.scaling.finetuned = ("BambaForCausalLM" in architectures or no Mamba layer) and never reads
+position_embedding_type, so without it this checkpoint would be written NoPE (silently wrong: transformers
+rotates q and k). The shim lists "BambaForCausalLM" after the checkpoint's own class in the architectures the
+converter reads (its own switch for RoPE); the class it runs is still GraniteHybridModel, chosen from the
+checkpoint's config.json. (Bamba itself is not the fixture: transformers' Bamba rotates only the first half of
+each head, partial_rotary_factor 0.5 hard-coded, while the converter permutes the whole head as for llama, so
+llama.cpp's reading of a Bamba GGUF is not transformers': 0.95 apart at 40 tokens on a tiny random Bamba, see
+tools/reference/README.md.)
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -27,6 +41,7 @@ from .common import base_config
 LAYER_TYPES = ["linear_attention", "full_attention", "linear_attention"]
 HUB_NAMES = {"full_attention": "attention", "linear_attention": "mamba"}
 MULTIPLIERS = dict(embedding_multiplier=1.7, residual_multiplier=0.6, attention_multiplier=0.11, logits_scaling=2.5)
+ROPE_THETA = 500.0     # granitehybrid-rope: not llama.cpp's default 10000, so that a base not read from the file fails
 
 
 def converter_hparams(hf_dir):
@@ -37,6 +52,20 @@ def converter_hparams(hf_dir):
     return hp, [f"conversion.granite.GraniteHybridModel.__init__ given config.json with layer_types {before} renamed "
                 f"to the Hub's {hp['layer_types']} (its get_attn_layers counts only 'attention'; with transformers 5's "
                 f"names every layer would be Mamba-2 and head_count_kv all 0)"]
+
+
+def converter_hparams_rope(hf_dir):
+    """converter_hparams, and "BambaForCausalLM" added to the architectures the converter reads: its
+    set_gguf_parameters writes rope.scaling.finetuned true only for Bamba (or no Mamba layer)."""
+    hp, notes = converter_hparams(hf_dir)
+    assert hp.get("position_embedding_type") == "rope", hp.get("position_embedding_type")
+    before = list(hp["architectures"])
+    hp["architectures"] = before + ["BambaForCausalLM"]
+    return hp, notes + [f"conversion.granite.GraniteHybridModel given config.json with architectures {before} "
+                        f"extended to {hp['architectures']}: its set_gguf_parameters writes rope.scaling.finetuned = "
+                        f"('BambaForCausalLM' in architectures or no Mamba layer) and does not read "
+                        f"position_embedding_type, so this RoPE checkpoint would be written NoPE (silently wrong); "
+                        f"the class run is still GraniteHybridModel, picked from the checkpoint's own config.json"]
 
 
 def float64_from_gguf(model64, meta, tensors, layer_types=None):
@@ -72,7 +101,9 @@ def forward(tensors, meta, arch, ids, rope_style, *, sliding_window=None, ablate
     res_mul = m.float("residual_scale") if mult else 1.0
     attn_scale = m.float("attention.scale") if mult else 1.0 / np.sqrt(hd)
     logit_div = m.float("logit_scale") if mult else 1.0
-    base = m.float("rope.freq_base", 10000.0)
+    n_rot = m.int("rope.dimension_count", hd)
+    base = 10000.0 if "rope_base" in ablate else m.float("rope.freq_base", 10000.0)
+    pairs = "neox" if "rope_pairs" in ablate else "norm"     # the file's rows are in adjacent-pair order
 
     def layer(il, x, p0, cache):
         p = f"blk.{il}."
@@ -81,9 +112,9 @@ def forward(tensors, meta, arch, ids, rope_style, *, sliding_window=None, ablate
             y = ssm.mamba2_mixer(W, m, h, p, ablate=ablate, state=cache)
         else:
             q, k, v = npf.qkv(W, h, p, n_head, int(hkv[il]), bias=False)
-            if use_rope:     # only for the ablation: the file says NoPE (rows are in llama.cpp's adjacent-pair order)
-                cos, sin = npf.rope_cos_sin(p0 + np.arange(len(h)), npf.rope_inv_freq(hd, base))
-                q, k = npf.rope(q, cos, sin, "norm"), npf.rope(k, cos, sin, "norm")
+            if use_rope:     # rope.scaling.finetuned true or absent (granitehybrid-rope), or NoPE's ablation
+                cos, sin = npf.rope_cos_sin(p0 + np.arange(len(h)), npf.rope_inv_freq(n_rot, base))
+                q, k = npf.rope(q, cos, sin, pairs), npf.rope(k, cos, sin, pairs)
             y = npf.linear(W, ssm.attention_cached(q, k, v, p0, cache, attn_scale), p + "attn_output", bias=False)
         x = x + res_mul * y
         h2 = npf.rms_norm(x, W(p + "ffn_norm.weight"), eps)
@@ -118,9 +149,11 @@ def families(zoo):
             elif k.endswith("self_attn.k_proj.weight"):
                 sd[k] = zoo.interleave_rope_rows(sd[k], config.num_key_value_heads)
                 n_perm += 1
+        why = ("llama.cpp's LLAMA_ROPE_TYPE_NORM rotates these adjacent pairs" if config.position_embedding_type == "rope"
+               else "harmless under NoPE: q and k rows move alike")
         return notes + [f"{n_split} shared_mlp.input_linear [2 ff, embd] split into ffn_gate (rows :ff) and ffn_up "
                         f"(rows ff:)", f"{n_perm} q_proj / k_proj rows reordered per head to adjacent-pair order "
-                        f"(LlamaModel.permute, undo_permute; harmless under NoPE: q and k rows move alike)"]
+                        f"(LlamaModel.permute, undo_permute; {why})"]
 
     def family_checks(model, config, meta, tensors):
         m = npf.Meta(meta, "granitehybrid")
@@ -130,7 +163,17 @@ def families(zoo):
         print(f"layer_types {config.layer_types}; GGUF granitehybrid.attention.head_count_kv {hkv}")
         assert list(config.layer_types) == LAYER_TYPES and hkv == want and 0 in hkv and any(hkv), (hkv, want)
         assert [lay.mamba is not None for lay in model.model.layers] == [t == "linear_attention" for t in LAYER_TYPES]
-        assert m.get("rope.scaling.finetuned") is False and config.position_embedding_type is None
+        rope = config.position_embedding_type == "rope"
+        if rope:      # granitehybrid-rope: what llama.cpp's RoPE reads (full head width, the config's base)
+            rope_keys = {"rope.scaling.finetuned": m.get("rope.scaling.finetuned"), "rope.freq_base": m.float("rope.freq_base"),
+                         "rope.dimension_count": m.int("rope.dimension_count"), "context_length": m.int("context_length")}
+            assert rope_keys == {"rope.scaling.finetuned": True, "rope.freq_base": ROPE_THETA,
+                                 "rope.dimension_count": config.hidden_size // config.num_attention_heads,
+                                 "context_length": config.max_position_embeddings}, rope_keys
+            assert config.rope_parameters == {"rope_type": "default", "rope_theta": ROPE_THETA}, config.rope_parameters
+            assert model.model.rotary_emb is not None
+        else:
+            assert m.get("rope.scaling.finetuned") is False and config.position_embedding_type is None
         got = {k: m.int(k) for k in ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
                                      "ssm.group_count")}
         assert got == {"ssm.conv_kernel": config.mamba_d_conv, "ssm.inner_size": config.mamba_expand * config.hidden_size,
@@ -144,7 +187,7 @@ def families(zoo):
                 "layer_pattern": {"transformers_layer_types": list(config.layer_types), "gguf_head_count_kv": hkv,
                                   "rule": "layer il is Mamba-2 iff granitehybrid.attention.head_count_kv[il] == 0, "
                                           "else GQA attention (llama.cpp hparams.is_recurrent(il))"},
-                "gguf_ssm_keys": got}
+                "gguf_ssm_keys": got, **({"gguf_rope_keys": rope_keys} if rope else {})}
 
     cfg = base_config(
         num_hidden_layers=len(LAYER_TYPES), layer_types=list(LAYER_TYPES), vocab_size=128,
@@ -154,7 +197,7 @@ def families(zoo):
         mamba_chunk_size=16, mamba_conv_bias=True, mamba_proj_bias=False, hidden_act="silu",
         **MULTIPLIERS)
     cfg.pop("head_dim")
-    return {"granitehybrid": zoo.Family(
+    dense = zoo.Family(
         config_cls=zoo._transformers_class("GraniteMoeHybridConfig"),
         model_cls=zoo._transformers_class("GraniteMoeHybridForCausalLM"),
         config_kwargs=cfg,
@@ -192,7 +235,22 @@ def families(zoo):
                             "with bias; y * silu(z) then RMSNorm over all 128 channels (one group) * ssm_norm [1, 128]",
             "moe": "num_local_experts 0: no router; the shared_mlp is the dense FFN (llama.cpp: expert_count 0)",
         },
-    ), "granitehybrid-moe": _moe_family(zoo, checkpoint_map)}
+    )
+    rope = dataclasses.replace(
+        dense,
+        config_kwargs={**cfg, "position_embedding_type": "rope",
+                       "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA}},
+        ablations=("scan", "norm_before_gate", "nope", "rope_base", "rope_pairs", "multipliers"),
+        converter_hparams=converter_hparams_rope,
+        mechanisms={**dense.mechanisms,
+                    "layer_pattern": "head_count_kv per layer [0, 2, 0]: 0 = Mamba-2 mixer, > 0 = attention (RoPE)",
+                    "attention": "GQA 4 / 2 heads of 16, no biases, RoPE on all 16 dims of each head "
+                                 f"(position_embedding_type \"rope\", rope_theta {ROPE_THETA:g}; GGUF "
+                                 "rope.scaling.finetuned true, rope.freq_base, rope.dimension_count 16), adjacent pairs "
+                                 "(llama.cpp LLAMA_ROPE_TYPE_NORM) on the q/k rows the converter permuted per head "
+                                 "(transformers: rotate_half on the unpermuted rows); score scale = attention.scale "
+                                 "(attention_multiplier 0.11), causal"})
+    return {"granitehybrid": dense, "granitehybrid-rope": rope, "granitehybrid-moe": _moe_family(zoo, checkpoint_map)}
 
 
 MOE_LAYER_TYPES = ["linear_attention", "full_attention"]

@@ -7,6 +7,7 @@ Regenerate (the fixtures are byte-reproducible; flags as used):
     PY=/work/venv-ref/bin/python; S=tools/reference/make_zoo_fixture.py; L="--llama-cpp <llama.cpp tree> --work <dir>"
     $PY $S mamba2 $L --save-hf
     $PY $S granitehybrid $L --save-hf
+    $PY $S granitehybrid-rope $L --save-hf
     $PY $S granitehybrid-moe $L
     $PY $S mamba $L
     $PY $S nemotron_h $L
