@@ -133,8 +133,9 @@ BOOST_AUTO_TEST_CASE(rwkv_keeps_the_same_ledger) {
     const std::string rwkv = std::string(fx) + "/rwkv/tiny-rwkv-6v0-1m-F32.gguf";
     using Finch = Rwkv6<dynamic, dynamic>;
     BOOST_CHECK_NO_THROW((void)load_model<Finch>(rwkv));
-    edited_file r(rwkv, "rwkv", [](gguf::writer& w) { w.set("rwkv6.token_shift_count", std::uint32_t(2)); });
-    refused([&] { (void)load_model<Finch>(r.path); }, "'rwkv6.token_shift_count'");
+    // (the stray key was rwkv6.token_shift_count, which RwkvBlock now reads: a key no RWKV policy reads)
+    edited_file r(rwkv, "rwkv", [](gguf::writer& w) { w.set("rwkv6.attention.clamp_kqv", 8.0f); });
+    refused([&] { (void)load_model<Finch>(r.path); }, "'rwkv6.attention.clamp_kqv'");
     BOOST_CHECK_NO_THROW((void)load_model<Finch>(r.path, {.unread = unread_keys::warn}));
     edited_file heads(rwkv, "heads", [](gguf::writer& w) { w.set("rwkv6.attention.head_count", std::uint32_t(3)); });
     BOOST_CHECK_THROW((void)load_model<Finch>(heads.path), format_error);

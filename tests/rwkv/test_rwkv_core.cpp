@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "archetype/io/gguf_writer.hpp"
 #include "archetype/io/rwkv_bin_gguf.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/decoder_session.hpp"
@@ -232,6 +233,32 @@ BOOST_AUTO_TEST_CASE(a_bin_tensor_the_conversion_does_not_know_is_refused) {
     const auto f = rwkv_bin::file::from_memory(std::as_bytes(std::span<const char>(more)));
     BOOST_CHECK_EXCEPTION(rwkv_bin::as_gguf(f), format_error, [](const format_error& e) {
         return std::string(e.what()).find("'stray'") != std::string::npos;
+    });
+}
+
+// {arch}.token_shift_count is the block's to read: 2 (time mix and channel mix) loads and
+// gives the same logits as a file without the key; 1 (a hybrid's file) is refused naming it.
+BOOST_AUTO_TEST_CASE(token_shift_count_is_read_by_the_block) {
+    const auto f = gguf::file::open(fixtures_dir() + "/tiny-rwkv-6v0-1m-F32.gguf");
+    auto with_count = [&](std::uint64_t count) {
+        gguf::writer w;
+        for (const auto& e : f.metadata()) w.set(e.key, e.value);
+        w.set("rwkv6.token_shift_count", count);
+        for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data);
+        return gguf::file::from_owned_bytes(w.write_to_memory());
+    };
+    const std::vector<std::int32_t> ids{34, 105, 110};
+    auto last = [&](const decoder_model<FinchCore>& m) {
+        auto s = session(m, {.n_threads = 1});
+        std::vector<float> lg(s.n_vocab());
+        s.prefill(0, ids, lg.data(), logits_rows::last);
+        return lg;
+    };
+    const auto plain = load_model<FinchCore>(fixtures_dir() + "/tiny-rwkv-6v0-1m-F32.gguf");
+    const auto two = decoder_model<FinchCore>::load(with_count(2));
+    BOOST_TEST(last(two) == last(plain));
+    BOOST_CHECK_EXCEPTION(decoder_model<FinchCore>::load(with_count(1)), shape_error, [](const shape_error& e) {
+        return std::string(e.what()).find("'rwkv6.token_shift_count' = 1") != std::string::npos;
     });
 }
 

@@ -4,6 +4,8 @@
 //   x += time_mix(ln1(x));  x += channel_mix(ln2(x));  x *= 1/2 after every
 //   {arch}.rescale_every_n_layers-th layer (llama.cpp's rwkv6 key; absent or 0: never)
 //
+// {arch}.token_shift_count (llama.cpp's, 2 when absent) must be the block's token-shift
+// vectors per layer: 2 with the channel mix, 1 with a feed-forward without memory.
 // ln1 and ln2 are the model's norm (LayerNorm with biases) filed as blk.N.attn_norm and
 // blk.N.attn_norm_2, llama.cpp's rwkv6 / rwkv7 names. The mixer is the model's
 // (Rwkv6TimeMix, Rwkv7TimeMix), the feed-forward its channel mix (policies/ffn_rwkv.hpp).
@@ -14,6 +16,7 @@
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/policies/block.hpp"
+#include "archetype/policies/ffn.hpp"
 #include "archetype/policies/impl.hpp"
 
 namespace archetype {
@@ -51,6 +54,15 @@ struct block_impl<RwkvBlock> {
             throw format_error("metadata key '" + key + "' = " + std::to_string(every) + " exceeds the " +
                                std::to_string(b.hparams().dims.n_layer) + " layers");
         L.halve = every != 0 && (il + 1) % every == 0;
+        // token-shift vectors per layer (llama.cpp's key, 2 when absent): the time mix's and
+        // the channel mix's; RWKV hybrids with another feed-forward (rwkv6qwen2, arwkv7) write 1
+        const std::string shifts = b.prefix() + "token_shift_count";
+        const std::uint64_t count = b.file().template get_or<std::uint64_t>(shifts, 2);
+        constexpr std::uint64_t ours = detail::ffn_has_memory<typename D::ffn> ? 2 : 1;
+        if (count != ours)
+            throw shape_error("metadata key '" + shifts + "' = " + std::to_string(count) + " but this RWKV block shifts " +
+                              std::to_string(ours) + (ours == 1 ? " vector" : " vectors") + " per layer (" +
+                              (ours == 2 ? "time mix and channel mix" : "the time mix only") + ")");
     }
 
     template <class D, class S>
