@@ -18,6 +18,36 @@ struct rwkv_segment {
     std::size_t begin = 0, len = 0;
 };
 
+/// The sequences of one pass of the decoder core as RWKV segments, made as they are
+/// visited (nothing allocated): Groups is a range of {seq, row, n} (decoder_session's),
+/// state(seq) gives that sequence's state for the layer at hand. (A plain iterator rather
+/// than std::views::transform, which clang 14 cannot compile over libstdc++ 12's ranges.)
+template <class Groups, class StateOf>
+class rwkv_segments_of {
+public:
+    rwkv_segments_of(const Groups& groups, StateOf state) : groups_(groups), state_(state) {}
+    class iterator {
+    public:
+        iterator(typename Groups::const_iterator it, const StateOf* state) : it_(it), state_(state) {}
+        rwkv_segment operator*() const { return {(*state_)(it_->seq), it_->row, it_->n}; }
+        iterator& operator++() {
+            ++it_;
+            return *this;
+        }
+        bool operator!=(const iterator& o) const { return it_ != o.it_; }
+
+    private:
+        typename Groups::const_iterator it_;
+        const StateOf* state_;
+    };
+    iterator begin() const { return {groups_.begin(), &state_}; }
+    iterator end() const { return {groups_.end(), &state_}; }
+
+private:
+    const Groups& groups_;
+    StateOf state_;
+};
+
 namespace detail {
 /// sx[row] = prev(row) - xn[row], prev being the row before in the same
 /// sequence or, for a sequence's first row, the shift vector saved in its state

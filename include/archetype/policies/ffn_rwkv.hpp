@@ -10,7 +10,6 @@
 // channel_mix_key [C, F], channel_mix_value [F, C], and with a receptance
 // channel_mix_lerp_r [C], channel_mix_receptance [C, C]. F = {arch}.feed_forward_length.
 #include <cstddef>
-#include <ranges>
 #include <string>
 #include <utility>
 
@@ -52,8 +51,7 @@ struct rwkv_channel_mix_impl {
     template <class Ctx>
     static void forward(Ctx& c, const weights& w, const float* in, float* out) {
         const std::size_t n = c.rows(), C = w.hp.n_embd;
-        const auto segs = std::views::transform(
-            c.groups(), [&c](const auto& g) { return rwkv_segment{c.state(g.seq), g.row, g.n}; });
+        const rwkv_segments_of segs(c.groups(), [&c](std::size_t seq) { return c.state(seq); });
         float* p = c.scratch();
         auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
         workspace ws;

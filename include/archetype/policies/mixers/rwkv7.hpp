@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <ranges>
 #include <utility>
 #include <string>
 #include <vector>
@@ -126,8 +125,7 @@ struct mixer_impl<Rwkv7TimeMix> {
             throw error("an RWKV-7 layer reads v_first, which the model's first RWKV-7 layer writes, but that "
                               "layer did not run in this pass");
         // the pass's sequences as RWKV segments, made as they are visited (nothing allocated)
-        const auto segs = std::views::transform(
-            c.groups(), [&c](const auto& g) { return rwkv_segment{c.state(g.seq), g.row, g.n}; });
+        const rwkv_segments_of segs(c.groups(), [&c](std::size_t seq) { return c.state(seq); });
         float* p = c.scratch();
         auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
         workspace ws;

@@ -20,7 +20,6 @@
 // {arch}.attention.group_norm_epsilon, 64e-5 (RWKV's and llama.cpp's) when absent.
 #include <cstddef>
 #include <cstdint>
-#include <ranges>
 #include <string>
 #include <utility>
 
@@ -126,8 +125,7 @@ struct rwkv_v5_v6_mixer {
     static void forward(Ctx& c, const weights& w, const float* in, float* out) {
         const std::size_t n = c.rows(), C = w.hp.n_embd;
         // the pass's sequences as RWKV segments, made as they are visited (nothing allocated)
-        const auto segs = std::views::transform(
-            c.groups(), [&c](const auto& g) { return rwkv_segment{c.state(g.seq), g.row, g.n}; });
+        const rwkv_segments_of segs(c.groups(), [&c](std::size_t seq) { return c.state(seq); });
         float* p = c.scratch();
         auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
         workspace ws;
