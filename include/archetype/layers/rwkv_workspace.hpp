@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "archetype/layers/rwkv_weights.hpp"
@@ -46,6 +47,24 @@ public:
 private:
     const Groups& groups_;
     StateOf state_;
+};
+
+/// A block of rows the layer functions read through data() (a workspace's member).
+template <class T>
+struct rwkv_rows {
+    T* p = nullptr;
+    T* data() const noexcept { return p; }
+};
+
+/// Hands out consecutive buffers of one scratch block (the decoder core's, sized once per
+/// session by the mixer's or feed-forward's scratch_floats): the workspaces' rows.
+class rwkv_scratch {
+public:
+    explicit rwkv_scratch(float* p) noexcept : p_(p) {}
+    rwkv_rows<float> take(std::size_t floats) noexcept { return {std::exchange(p_, p_ + floats)}; }
+
+private:
+    float* p_;
 };
 
 namespace detail {

@@ -11,7 +11,6 @@
 // channel_mix_lerp_r [C], channel_mix_receptance [C, C]. F = {arch}.feed_forward_length.
 #include <cstddef>
 #include <string>
-#include <utility>
 
 #include "archetype/core/error.hpp"
 #include "archetype/layers/rwkv_channel_mix.hpp"
@@ -52,29 +51,23 @@ struct rwkv_channel_mix_impl {
     static void forward(Ctx& c, const weights& w, const float* in, float* out) {
         const std::size_t n = c.rows(), C = w.hp.n_embd;
         const rwkv_segments_of segs(c.groups(), [&c](std::size_t seq) { return c.state(seq); });
-        float* p = c.scratch();
-        auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
+        rwkv_scratch scratch(c.scratch());
         workspace ws;
-        ws.xn = rows_of<const float>{in};
-        ws.y = rows_of<float>{out};
-        ws.sx = next(n * C);
-        ws.xk = next(n * C);
-        ws.xr = next(n * C);
-        ws.r = next(n * C);
-        ws.hid = next(n * w.hp.n_ffn);
+        ws.xn = rwkv_rows<const float>{in};
+        ws.y = rwkv_rows<float>{out};
+        ws.sx = scratch.take(n * C);
+        ws.xk = scratch.take(n * C);
+        ws.xr = scratch.take(n * C);
+        ws.r = scratch.take(n * C);
+        ws.hid = scratch.take(n * w.hp.n_ffn);
         archetype::rwkv_channel_mix<Ffn>(w.hp, C, w.L, segs, 0, n, ws, c.pool()); // not the concept detail::rwkv_channel_mix
     }
 
 private:
-    template <class T>
-    struct rows_of {
-        T* p = nullptr;
-        T* data() const noexcept { return p; }
-    };
     /// The workspace members that the channel mix reads, as views of the session's scratch
     struct workspace {
-        rows_of<const float> xn;
-        rows_of<float> y, sx, xk, xr, r, hid;
+        rwkv_rows<const float> xn;
+        rwkv_rows<float> y, sx, xk, xr, r, hid;
     };
 };
 } // namespace detail

@@ -126,31 +126,25 @@ struct mixer_impl<Rwkv7TimeMix> {
                               "layer did not run in this pass");
         // the pass's sequences as RWKV segments, made as they are visited (nothing allocated)
         const rwkv_segments_of segs(c.groups(), [&c](std::size_t seq) { return c.state(seq); });
-        float* p = c.scratch();
-        auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
+        rwkv_scratch scratch(c.scratch());
         workspace ws;
-        ws.xn = rows_of<const float>{in};
-        ws.y = rows_of<float>{out};
-        ws.v_first = rows_of<float>{side.data};
+        ws.xn = rwkv_rows<const float>{in};
+        ws.y = rwkv_rows<float>{out};
+        ws.v_first = rwkv_rows<float>{side.data};
         for (auto* r : {&ws.sx, &ws.xr, &ws.xw, &ws.xk, &ws.xv, &ws.xia, &ws.xg, &ws.r, &ws.k, &ws.v, &ws.w, &ws.ia,
                         &ws.g, &ws.out, &ws.kk})
-            *r = next(n * C);
-        ws.dd = next(n * w.rank);
+            *r = scratch.take(n * C);
+        ws.dd = scratch.take(n * w.rank);
         rwkv7_time_mix(w.hp, C, w.hp.head_size, w.L, segs, rwkv7_state_at{0, C}, n, w.first, ws, c.pool());
         side.written = true;
     }
 
 private:
     static constexpr std::size_t scratch_rows = 15; // the [rows x C] buffers of workspace below
-    template <class T>
-    struct rows_of {
-        T* p = nullptr;
-        T* data() const noexcept { return p; }
-    };
     /// The workspace members as views of the session's scratch
     struct workspace {
-        rows_of<const float> xn;
-        rows_of<float> y, v_first, sx, xr, xw, xk, xv, xia, xg, r, k, v, w, ia, g, out, kk, dd;
+        rwkv_rows<const float> xn;
+        rwkv_rows<float> y, v_first, sx, xr, xw, xk, xv, xia, xg, r, k, v, w, ia, g, out, kk, dd;
     };
     /// Whether layer il is the first whose mixer is RWKV-7: no layer before it is one
     /// (in a hybrid, the layers before it attend: head_count_kv[j] != 0).

@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
@@ -126,30 +125,24 @@ struct rwkv_v5_v6_mixer {
         const std::size_t n = c.rows(), C = w.hp.n_embd;
         // the pass's sequences as RWKV segments, made as they are visited (nothing allocated)
         const rwkv_segments_of segs(c.groups(), [&c](std::size_t seq) { return c.state(seq); });
-        float* p = c.scratch();
-        auto next = [&](std::size_t floats) { return rows_of<float>{std::exchange(p, p + floats)}; };
+        rwkv_scratch scratch(c.scratch());
         workspace ws;
-        ws.xn = rows_of<const float>{in};
-        ws.y = rows_of<float>{out};
+        ws.xn = rwkv_rows<const float>{in};
+        ws.y = rwkv_rows<float>{out};
         for (auto* r : {&ws.sx, &ws.xxx, &ws.xw, &ws.xk, &ws.xv, &ws.xr, &ws.xg, &ws.r, &ws.k, &ws.v, &ws.g, &ws.w,
                         &ws.out})
-            *r = next(n * C);
-        ws.mix = next(n * 5 * w.hp.n_lora_mix);
-        ws.dd = next(n * w.hp.n_lora_decay);
+            *r = scratch.take(n * C);
+        ws.mix = scratch.take(n * 5 * w.hp.n_lora_mix);
+        ws.dd = scratch.take(n * w.hp.n_lora_decay);
         archetype::rwkv_time_mix<Mixer>(w.hp, C, w.hp.head_size, w.L, segs, rwkv_state_at{0, C}, n, ws, c.pool());
     }
 
 private:
     static constexpr std::size_t scratch_rows = 13; // the [rows x C] buffers of workspace below
-    template <class T>
-    struct rows_of {
-        T* p = nullptr;
-        T* data() const noexcept { return p; }
-    };
     /// The workspace members that the time mix reads, as views of the session's scratch
     struct workspace {
-        rows_of<const float> xn;
-        rows_of<float> y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, dd, w, out;
+        rwkv_rows<const float> xn;
+        rwkv_rows<float> y, sx, xxx, mix, xw, xk, xv, xr, xg, r, k, v, g, dd, w, out;
     };
 };
 } // namespace detail
