@@ -107,15 +107,6 @@ template <class Arch>
 rwkv_model<Arch> rwkv_load_gguf(gguf::file f, std::string source, const rwkv_load_options& opt) {
     const int version = rwkv_gguf_version(f);
     rwkv_check_version<Arch>(version);
-    // the file's head size against a static H before any tensor is bound (names both values)
-    if (const std::string hs = std::string(f.architecture()) + ".wkv.head_size"; Arch::head_size != dynamic && f.has(hs) &&
-                                                                                 f.get<std::uint64_t>(hs) != Arch::head_size)
-        throw shape_error(Arch::type_name() + " was compiled for head size H = " + std::to_string(Arch::head_size) +
-                          " but the file has head size " + std::to_string(f.get<std::uint64_t>(hs)));
-    if (const std::string el = std::string(f.architecture()) + ".embedding_length";
-        Arch::embd != dynamic && f.has(el) && f.get<std::uint64_t>(el) != Arch::embd)
-        throw shape_error(Arch::type_name() + " was compiled for D = " + std::to_string(Arch::embd) +
-                          " but the file has n_embd = " + std::to_string(f.get<std::uint64_t>(el)));
     decoder_options o;
     o.layers = opt.layers;
     o.unread = opt.unread;
@@ -131,9 +122,6 @@ rwkv_model<Arch> rwkv_load_bin(const rwkv_bin::file& bin, const rwkv_load_option
     const int version = rwkv_bin::rwkv_version_of(bin);
     rwkv_check_version<Arch>(version);
     const auto& h = bin.hdr();
-    if (Arch::embd != dynamic && Arch::embd != h.n_embed)
-        throw shape_error(Arch::type_name() + " was compiled for D = " + std::to_string(Arch::embd) +
-                          " but the file has n_embd = " + std::to_string(h.n_embed));
     std::string source = "rwkv.cpp .bin v" + std::to_string(h.version) + " " +
                          std::string(rwkv_bin::data_type_name(h.data_type)) + " (RWKV v" + rwkv_version_name(version) + ")";
     return rwkv_load_gguf<Arch>(rwkv_bin::as_gguf(bin, opt.group_norm_eps), std::move(source), opt);
