@@ -26,6 +26,7 @@
 #include "archetype/policies/attention_scale.hpp"
 #include "archetype/policies/attention_softcap.hpp"
 #include "archetype/policies/block.hpp"
+#include "archetype/policies/block_post_norm.hpp"
 #include "archetype/policies/block_rwkv.hpp"
 #include "archetype/policies/block_single.hpp"
 #include "archetype/policies/cache.hpp"
@@ -145,11 +146,19 @@ struct Decoder {
     static_assert(detail::rope_head_dim_even<position, heads>,
                   "archetype: RoPE rotates pairs of dimensions, so the head dimension must be even: "
                   "change the head dimension or use another position policy");
-    static_assert(mask::causal,
-                  "archetype: a Decoder is causal: use Causal, SlidingWindow or Interleave of them "
-                  "(Bidirectional and SymmetricWindow belong to Encoder)");
-    static_assert(!std::is_same_v<cache, NoCache>,
-                  "archetype: a Decoder needs a cache to decode token by token: use FullCache or RollingCache");
+    // The mask and the memory go together: a causal query sees past tokens, which a cache
+    // keeps for the next pass; a bidirectional one sees later tokens too, so each pass must
+    // hold its sequences whole and nothing is kept (NoCache: an encoder on the core).
+    static_assert(mask::causal || std::is_same_v<cache, NoCache>,
+                  "archetype: a Decoder is causal unless it keeps no cache: a bidirectional mask (Bidirectional, "
+                  "SymmetricWindow) sees later tokens, which a cache of past tokens cannot serve: compose NoCache "
+                  "(each pass runs whole sequences, as an encoder) or use Causal, SlidingWindow or Interleave of them");
+    static_assert(!mask::causal || !std::is_same_v<cache, NoCache>,
+                  "archetype: NoCache keeps no past tokens, so a causal Decoder could not decode token by token: "
+                  "use FullCache or RollingCache (NoCache goes with Bidirectional or SymmetricWindow)");
+    static_assert(!(detail::block_is_post_norm<block> && (sandwich_norms || !pre_norms)),
+                  "archetype: a post-norm block norms the stream after each residual add: use a plain norm "
+                  "(LayerNorm, RMSNorm), not PrePostNorm or NormAfterSublayer");
     // a mixer that never attends (Mamba, Mamba2) leaves every layer without KV cells: the
     // cache policy then holds positions only
 

@@ -507,6 +507,12 @@ private:
         check_dim(D::head_dim, h.head_dim, "head dimension");
         // the mask policy's window and windowed layers, checked against the file's keys
         auto lw = mask_impl<mask>::layers(h);
+        // a bidirectional mask answers for {arch}.attention.causal (llama.cpp's encoders write
+        // false; a causal file would run with every query seeing later tokens)
+        if constexpr (!mask::causal)
+            if (const std::string ck = h.arch + ".attention.causal"; file_->get_or<bool>(ck, false))
+                throw shape_error(ck + " = true: the file is a causal model, but " + mask::describe() +
+                                  " lets every query see later tokens");
         hp_.window = lw.window;
         hp_.windowed = std::move(lw.windowed);
         d.window = hp_.window;
@@ -526,7 +532,8 @@ private:
         const std::size_t E = h.n_embd;
         // a pipeline stage binds the embedding only at the first layer, the head only at the last
         const bool first_stage = has_embedding(), last_stage = has_head();
-        if (last_stage)
+        // (a post-norm block's last norm ends the model: no output_norm, policies/block_post_norm.hpp)
+        if (last_stage && detail::block_final_norm<typename D::block>)
             output_norm_ = {b.vector_f32(output_norm_name_ + ".weight", E),
                             b.optional_vector_f32(output_norm_name_ + ".bias", E), eps};
         d.tied_output = !file_->find_tensor("output.weight");

@@ -32,6 +32,8 @@
 //                          session keeps no memory for a layer without a mixer (a block of
 //                          one sublayer: policies/block_single.hpp)
 //   optional: static constexpr bool feeds_forward = false;   no layer has a feed-forward
+//   optional (on B): static constexpr bool final_norm = false;   no output_norm after the last
+//                          block (PostNormBlock, policies/block_post_norm.hpp)
 // where Sublayers offers, over the n rows of one pass:
 //   std::size_t layer(), rows(), width()   the layer index, n, E
 //   float* stream()                the residual stream x [n x E]
@@ -144,6 +146,19 @@ template <class B>
 inline constexpr bool block_is_parallel = [] {
     if constexpr (requires { B::parallel; }) return bool(B::parallel);
     else return false;
+}();
+/// Whether a block norms the stream after each residual add (PostNormBlock: BERT).
+template <class B>
+inline constexpr bool block_is_post_norm = [] {
+    if constexpr (requires { B::post_norm; }) return bool(B::post_norm);
+    else return false;
+}();
+/// Whether the model ends with a final norm (output_norm) after its last block: yes unless
+/// the block says `static constexpr bool final_norm = false` (a post-norm block's last norm is it).
+template <class B>
+inline constexpr bool block_final_norm = [] {
+    if constexpr (requires { B::final_norm; }) return bool(B::final_norm);
+    else return true;
 }();
 /// {arch}.use_parallel_residual, when the file has it, must say what the block does.
 template <class Binder>

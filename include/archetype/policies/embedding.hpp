@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "archetype/core/policy.hpp"
+#include "archetype/kernels/embedding_row.hpp"
 #include "archetype/policies/impl.hpp"
 #include "archetype/policies/norm.hpp"
 
@@ -73,6 +75,55 @@ struct embedding_impl<NormedEmbedding<Norm>> {
     }
     /// n floats (whole rows of n_embd) in place.
     static void apply(const weights& w, float* x, std::size_t n) noexcept {
+        for (std::size_t r = 0; r + w.n_embd <= n; r += w.n_embd) norm_impl<Norm>::apply(x + r, w.w, w.b, x + r, w.n_embd, w.eps);
+    }
+};
+
+/// BERT's embedding: the token's row plus token type 0's row of token_types.weight (llama.cpp
+/// feeds every token as type 0; a file without the table adds nothing), then, once the
+/// position policy has added its row, Norm with token_embd_norm.{weight,bias} (absent in
+/// the file: no norm, as llama.cpp's bert graph). The sum is (token + type) + position, the
+/// encoder's order.
+template <class Norm = LayerNorm>
+struct BertEmbedding {
+    using axis = archetype::axis::embedding;
+    static constexpr std::string_view name = "BertEmbedding";
+    static std::string describe() {
+        return "BertEmbedding<" + Norm::describe() + "> (+ token type 0, then token_embd_norm after the positions)";
+    }
+};
+template <class Norm>
+struct embedding_impl<BertEmbedding<Norm>> {
+    struct weights {
+        std::vector<float> type0; // row 0 of token_types.weight as floats (empty: no table)
+        const float *w = nullptr, *b = nullptr; // token_embd_norm (null: none)
+        float eps = 0.f;
+        std::size_t n_embd = 0;
+    };
+    template <class Binder>
+    static void bind(Binder& b, weights& w) {
+        const std::size_t E = w.n_embd = b.hparams().dims.n_embd;
+        if (const auto* t = b.file().find_tensor("token_types.weight")) {
+            const std::size_t rows = t->ne.size() >= 2 ? std::size_t(t->ne[1]) : 1;
+            const auto table = b.lookup_matrix("token_types.weight", E, rows);
+            w.type0.assign(E, 0.f);
+            kernels::embedding_row(table, 0, w.type0.data());
+        }
+        if (b.file().find_tensor("token_embd_norm.weight")) {
+            w.w = b.vector_f32("token_embd_norm.weight", E);
+            w.b = b.optional_vector_f32("token_embd_norm.bias", E);
+            w.eps = norm_impl<Norm>::eps(b.keys());
+        }
+    }
+    /// n floats (whole rows) in place: + token type 0.
+    static void apply(const weights& w, float* x, std::size_t n) noexcept {
+        if (w.type0.empty()) return;
+        for (std::size_t r = 0; r + w.n_embd <= n; r += w.n_embd)
+            for (std::size_t i = 0; i < w.n_embd; ++i) x[r + i] += w.type0[i];
+    }
+    /// After the position rows are added: the embedding norm.
+    static void after_positions(const weights& w, float* x, std::size_t n) noexcept {
+        if (!w.w) return;
         for (std::size_t r = 0; r + w.n_embd <= n; r += w.n_embd) norm_impl<Norm>::apply(x + r, w.w, w.b, x + r, w.n_embd, w.eps);
     }
 };

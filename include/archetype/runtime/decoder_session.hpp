@@ -52,6 +52,7 @@
 #include "archetype/layers/rope.hpp"
 #include "archetype/models/decoder_model.hpp"
 #include "archetype/runtime/cache/full.hpp"
+#include "archetype/runtime/cache/none.hpp"
 #include "archetype/runtime/cache/rolling.hpp"
 #include "archetype/runtime/kv_cache_type.hpp"
 #include "archetype/runtime/sequence_snapshot.hpp"
@@ -114,15 +115,16 @@ public:
         auto layout = cache_impl_t::layout(g);
         layout.k_only = detail::mixer_values_in_keys<mixer>; // MLA: values are a prefix of the keys
         // a layer whose mixer keeps no KV cells (a hybrid's recurrent layer) gets none
+        bool attends = false;
         for (std::size_t i = 0; i < range_.count; ++i)
             if (const auto& L = m.layer_at(range_.first + i); !L.mixes || !detail::mixer_keeps_kv<mixer>(L.attn))
                 layout.cells[i] = 0;
+            else
+                attends = true;
         cache_ = runtime::kv_cache(std::move(layout), opt_.max_sequences);
         cache_impl_t::init(g, cache_scratch_);
         // the attention scratch only where some held layer attends (not for RWKV or Mamba)
-        attention_keys_ = std::any_of(layout.cells.begin(), layout.cells.end(), [](std::size_t c) { return c != 0; })
-                              ? cache_impl_t::attention_keys(g)
-                              : 0;
+        attention_keys_ = attends ? cache_impl_t::attention_keys(g) : 0;
         rows_ = std::max(chunk_, opt_.max_sequences);
         // the recurrent mixers' state per sequence (conv states, ...) beside the KV cells,
         // and the scratch their forward pass needs
@@ -216,6 +218,12 @@ public:
         const auto s = std::size_t(seq);
         check_room(s, tokens.size());
         if (tokens.empty()) return;
+        if constexpr (whole_sequences)
+            if (tokens.size() > chunk_)
+                throw capacity_error("prefill: " + std::to_string(tokens.size()) + " tokens do not fit one pass of " +
+                                     std::to_string(chunk_) + " rows (n_ubatch), and under " +
+                                     std::string(D::cache::describe()) + " a sequence runs whole: its queries see "
+                                     "every key of it (raise n_ubatch)");
         const std::size_t V = n_vocab(), E = m_->n_embd();
         for (std::size_t b = 0; b < tokens.size(); b += chunk_) {
             const std::size_t n = std::min(chunk_, tokens.size() - b);
@@ -242,6 +250,9 @@ public:
     void decode(std::span<const seq_id> seqs, std::span<const std::int32_t> tokens, float* logits,
                 float* hidden = nullptr) {
         check_whole_model("decode");
+        if constexpr (!decodes)
+            throw argument_error("decode: " + std::string(D::cache::describe()) + " keeps no past tokens, so a decoded "
+                                 "token would see only itself: run whole sequences through prefill or run_stage");
         runtime::check_decode_batch(seqs, tokens, opt_.max_sequences, n_vocab());
         for (const seq_id s : seqs) check_room(std::size_t(s), 1);
         if (seqs.empty()) return;
@@ -427,6 +438,16 @@ private:
     using pos_impl = position_impl<typename D::position>;
     using cache_impl_t = cache_impl<typename D::cache>;
     using mixer = typename D::mixer;
+    /// The cache policy's terms (runtime/cache/none.hpp): a pass holds each sequence whole
+    /// (NoCache: bidirectional queries), and whether decode has a past to attend to.
+    static constexpr bool whole_sequences = [] {
+        if constexpr (requires { cache_impl_t::whole_sequences; }) return bool(cache_impl_t::whole_sequences);
+        else return false;
+    }();
+    static constexpr bool decodes = [] {
+        if constexpr (requires { cache_impl_t::decodes; }) return bool(cache_impl_t::decodes);
+        else return true;
+    }();
     static constexpr bool biased = requires(const typename pos_impl::weights& w, const typename pos_impl::state& st) {
         pos_impl::score_bias(w, st, std::size_t{}, std::size_t{}, std::int64_t{}, std::int64_t{});
     };
@@ -512,6 +533,8 @@ private:
         p.v_dim = v_dim;
         score_cap_impl<typename D::score_cap>::apply(m_->score_cap(), p); // AttentionSoftCap: Gemma 2
         p.sinks = sinks;
+        st.plain = !biased && p.softcap == 0.f && !sinks;
+        st.pool = pool_.get();
         p.q = q_.data() + gr.row * qw;
         p.ldq = qw;
         p.n_q = gr.n;
@@ -540,6 +563,9 @@ private:
             if constexpr (adds_to_embedding)
                 for (std::size_t i = 0; i < n; ++i)
                     pos_impl::embed_add(m_->positions(), pos_state_, pos_[i], x_.data() + i * E, E);
+            // what the embedding policy does once the positions are in (BertEmbedding's norm)
+            if constexpr (requires { embedding_impl<typename D::embedding>::after_positions(m_->embedding(), x_.data(), n * E); })
+                embedding_impl<typename D::embedding>::after_positions(m_->embedding(), x_.data(), n * E);
         }
         const layers::rope_params* rope = hp.rotary ? &rope_ : nullptr;
         if (rope) layers::rope_tables(*rope, pos_.data(), n, cos_.data(), sin_.data());
@@ -556,7 +582,10 @@ private:
         for (const auto& g : groups_) cache_impl_t::commit(cache_, g.seq, g.n);
         if (!m_->has_head() || out_n == 0 || (!logits && !hidden)) return;
         float* hrow = hidden ? hidden : h_.data();
-        layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
+        if constexpr (detail::block_final_norm<typename D::block>)
+            layers::apply_norm<Norm>(m_->output_norm(), x_.data() + out_first * E, E, hrow, E, out_n, E);
+        else // the last block's own norm ended the model (PostNormBlock)
+            std::copy_n(x_.data() + out_first * E, out_n * E, hrow);
         if (logits) {
             kernels::matmul(m_->output(), hrow, E, out_n, logits, n_vocab(), pool, head_sum);
             layers::detail::add_row_bias(logits, n_vocab(), out_n, m_->output_bias(), n_vocab());

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "archetype/core/thread_pool.hpp"
 #include "archetype/kernels/attention.hpp"
 #include "archetype/runtime/cache/kv_cache.hpp"
 
@@ -34,6 +35,10 @@ struct attend_step {
     std::size_t ld = 0;
     std::int64_t window = 0;  // the mask's window on this layer (0 = plain causal)
     kernels::attention_params params; // heads, scale, q, out set; keys for the policy to set
+    /// No position bias, score cap or sinks: a policy may run a kernel that knows none of
+    /// them when every key is visible (NoCache's dense path), on the session's pool.
+    bool plain = false;
+    thread_pool* pool = nullptr;
 };
 
 /// Points attention at the cache of (sequence, layer) from cell c0 on.
