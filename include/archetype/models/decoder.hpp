@@ -31,6 +31,7 @@
 #include "archetype/policies/block_single.hpp"
 #include "archetype/policies/cache.hpp"
 #include "archetype/policies/embedding.hpp"
+#include "archetype/policies/encoder_head.hpp"
 #include "archetype/policies/ffn.hpp"
 #include "archetype/policies/ffn_rwkv.hpp"
 #include "archetype/policies/ffn_xielu.hpp"

@@ -583,6 +583,9 @@ private:
                                   std::to_string(h.n_expert) + " experts: use MoE<E, K, " + ffn_policy::describe() + ">");
         }
 
+        // the activation the converter recorded, against the compiled feed-forward's (ModernBERT)
+        if (const std::string ak = h.arch + ".hidden_activation"; file_->has(ak))
+            detail::check_hidden_activation<ffn_policy>(ak, file_->get<std::string>(ak));
         std::size_t n_dense = 0; // the feed-forward's leading dense layers
         if constexpr (moe) n_dense = dense_layers_impl<typename ffn_policy::dense>::leading(b);
         layers_v_.resize(h.n_layer);

@@ -20,6 +20,9 @@
 #include "archetype/core/dims.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/models/compose.hpp"
+#include "archetype/models/decoder.hpp"
+#include "archetype/policies/block.hpp"
+#include "archetype/policies/block_post_norm.hpp"
 #include "archetype/policies/cache.hpp"
 #include "archetype/policies/embd_norm.hpp"
 #include "archetype/policies/ffn.hpp"
@@ -107,6 +110,19 @@ struct Encoder {
 
     static constexpr norm_placement placement = detail::placement_of<norm_policy>();
     static constexpr bool is_encoder = true;
+
+    /// The layer's shape on the core: post-norm blocks (PostNormBlock) or pre-norm ones
+    /// (SequentialBlock; SequentialBlockFirstNormOptional where layer 0 has no attention
+    /// norm, ModernBERT), given on the block axis or implied by the norm's placement.
+    using block = policy_on_axis_t<axis::block,
+                                   std::conditional_t<placement == norm_placement::post, PostNormBlock, SequentialBlock>,
+                                   Policies...>;
+    static_assert(detail::block_is_post_norm<block> == (placement == norm_placement::post),
+                  "archetype: an Encoder's block and its norm placement disagree: PostNormBlock goes with PostNorm<Norm> "
+                  "(the default), a pre-norm block with PreNorm<Norm>");
+    /// The same model as a composition of the core (models/decoder.hpp): the encoder's
+    /// axes, a bidirectional mask with no cache, BERT's embedding and the pooling head.
+    using core = Decoder<heads, position, mask, NoCache, mixer, ffn, norm, block, BertEmbedding<norm>, EncoderHead, storage>;
 
     static_assert(!mask::causal,
                   "archetype: an Encoder sees its whole sequence: use Bidirectional, SymmetricWindow<W> or "

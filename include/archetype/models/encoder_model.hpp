@@ -203,27 +203,11 @@ private:
         v.rows = n;
         return v;
     }
-    /// The file's {arch}.hidden_activation against the compiled FFN policy: a GELU form or
-    /// a gated SiLU the policy does not compute is refused, never swapped silently.
+    /// The file's {arch}.hidden_activation against the compiled FFN policy (policies/ffn.hpp).
     void check_activation() const {
-        if (hp.hidden_act.empty()) return;
-        using FFN = typename Enc::ffn;
-        const std::string& act = hp.hidden_act;
-        const std::string key = "'" + hp.arch + ".hidden_activation' = '" + act + "'";
-        const bool erf = act == "gelu", tanh = act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast";
-        const bool silu = act == "silu" || act == "swish";
-        if (!erf && !tanh && !silu)
-            throw format_error(key + " is not an activation this library knows (gelu, gelu_pytorch_tanh, gelu_new, "
-                               "gelu_fast, silu)");
-        bool ok;
-        if constexpr (requires { FFN::form; })
-            ok = FFN::form == gelu_form::erf ? erf : tanh;
-        else
-            ok = silu && FFN::gated;
-        if (!ok)
-            throw shape_error("the model type's feed-forward is " + FFN::describe() + " but the file has " + key);
+        if (!hp.hidden_act.empty())
+            detail::check_hidden_activation<typename Enc::ffn>(hp.arch + ".hidden_activation", hp.hidden_act);
     }
-
     /// A 2-D tensor with ne = [cols, rows]; shape_error if it differs.
     kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
         const auto& t = tensor(name);

@@ -78,9 +78,14 @@ struct block_norms {
 /// falcon-h1 files its FFN norm as blk.N.ffn_norm, no suffix).
 enum class norm_tensor { suffixed, bare };
 
+/// Whether layer 0 may lack its attention norm (absent = identity): ModernBERT's first layer
+/// feeds the embedding norm's output straight to attention.
+enum class first_attn_norm { required, optional };
+
 /// The pre-norms are blk.N.<AttnNorm> (before the mixer) and blk.N.<FfnNorm> (before
 /// the feed-forward); Seed-OSS files the latter as post_attention_norm.
-template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm", norm_tensor FfnName = norm_tensor::suffixed>
+template <tensor_stem AttnNorm = "attn_norm", tensor_stem FfnNorm = "ffn_norm", norm_tensor FfnName = norm_tensor::suffixed,
+          first_attn_norm First = first_attn_norm::required>
 struct SequentialBlockWith {
     using axis = archetype::axis::block;
     static constexpr std::string_view name = "SequentialBlock";
@@ -91,10 +96,14 @@ struct SequentialBlockWith {
                                       ? ""
                                       : " (norms " + AttnNorm.str() + ", " + FfnNorm.str() +
                                             (FfnName == norm_tensor::bare ? " without .weight" : "") + ")";
-        return "sequential: x + mixer, then x + ffn" + names;
+        return "sequential: x + mixer, then x + ffn" + names +
+               (First == first_attn_norm::optional ? " (layer 0's attention norm optional)" : "");
     }
 };
 using SequentialBlock = SequentialBlockWith<>;
+/// A sequential block whose layer 0 may lack its attention norm (ModernBERT).
+using SequentialBlockFirstNormOptional =
+    SequentialBlockWith<"attn_norm", "ffn_norm", norm_tensor::suffixed, first_attn_norm::optional>;
 
 /// Norms = 1: blk.N.<AttnNorm> before both sublayers; 2: <AttnNorm> before the mixer and
 /// <FfnNorm> before the feed-forward (Falcon-40B: attn_norm_2 and attn_norm).
@@ -185,21 +194,22 @@ layers::norm_weights bind_norm(Binder& b, const std::string& name, std::size_t E
 }
 } // namespace detail
 
-template <tensor_stem AttnNorm, tensor_stem FfnNorm, norm_tensor FfnName>
-struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName>> {
+template <tensor_stem AttnNorm, tensor_stem FfnNorm, norm_tensor FfnName, first_attn_norm First>
+struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName, First>> {
     template <class D>
     static constexpr std::size_t norms_per_layer() {
         return (D::sandwich_norms ? 2 : 0) + (D::pre_norms ? 2 : 0);
     }
 
     template <class D, class Binder>
-    static void bind(Binder& b, std::size_t, const std::string& blk, block_norms& L, float eps) {
-        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm, FfnName>::describe());
+    static void bind(Binder& b, std::size_t il, const std::string& blk, block_norms& L, float eps) {
+        detail::check_parallel_residual_key(b, false, SequentialBlockWith<AttnNorm, FfnNorm, FfnName, First>::describe());
         const std::size_t E = b.hparams().dims.n_embd;
         using norm_policy = typename D::norm;
         const std::string attn_norm = blk + AttnNorm.str(), ffn_norm = blk + FfnNorm.str();
         if constexpr (D::pre_norms) {
-            L.attn_norm = detail::bind_norm<typename D::base_norm>(b, attn_norm, E, eps);
+            if (First == first_attn_norm::required || il != 0 || b.file().find_tensor(attn_norm + ".weight"))
+                L.attn_norm = detail::bind_norm<typename D::base_norm>(b, attn_norm, E, eps);
             if constexpr (FfnName == norm_tensor::bare) L.ffn_norm = {b.vector_f32(ffn_norm, E), nullptr, eps};
             else L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
         } else if (b.file().find_tensor(attn_norm + ".weight") || b.file().find_tensor(ffn_norm + ".weight")) {
@@ -228,8 +238,10 @@ struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName>> {
         float* t = s.out();
         // a sublayer reads the normed residual stream, or the stream itself (NormAfterSublayer)
         const float* in = pre ? h : x;
-        if constexpr (pre) s.norm(L.attn_norm, x, h);
-        s.mix(in, t);
+        // (a layer 0 the file gives no attention norm mixes the stream itself: ModernBERT)
+        const bool attn_normed = pre && (First == first_attn_norm::required || L.attn_norm.w);
+        if (attn_normed) s.norm(L.attn_norm, x, h);
+        s.mix(attn_normed ? h : x, t);
         if constexpr (post) s.norm(L.attn_post_norm, t, t);
         s.add(x, t);
         if constexpr (pre) s.norm(L.ffn_norm, x, h);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "archetype/core/dims.hpp"
+#include "archetype/core/error.hpp"
 #include "archetype/core/policy.hpp"
 #include "archetype/kernels/activation.hpp"
 #include "archetype/policies/impl.hpp"
@@ -169,5 +170,27 @@ struct MoE {
         return s + ">";
     }
 };
+
+namespace detail {
+/// The activation a converter recorded ({arch}.hidden_activation: gelu, gelu_pytorch_tanh,
+/// gelu_new, gelu_fast, silu) against the compiled feed-forward FFN: a GELU form or a gated
+/// SiLU the policy does not compute is refused, never swapped silently. `key` names the key
+/// in the messages.
+template <class FFN>
+void check_hidden_activation(const std::string& key, const std::string& act) {
+    const std::string what = "'" + key + "' = '" + act + "'";
+    const bool erf = act == "gelu", tanh = act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast";
+    const bool silu = act == "silu" || act == "swish";
+    if (!erf && !tanh && !silu)
+        throw format_error(what + " is not an activation this library knows (gelu, gelu_pytorch_tanh, gelu_new, "
+                           "gelu_fast, silu)");
+    bool ok;
+    if constexpr (requires { FFN::form; })
+        ok = FFN::form == gelu_form::erf ? erf : tanh;
+    else
+        ok = silu && FFN::gated;
+    if (!ok) throw shape_error("the model type's feed-forward is " + FFN::describe() + " but the file has " + what);
+}
+} // namespace detail
 
 } // namespace archetype

@@ -157,6 +157,12 @@ inline llama_hparams read_llama_hparams(const gguf::file& f, const gguf_conventi
     };
     eps_key("attention.layer_norm_rms_epsilon", h.rms_eps, h.has_rms_eps);
     eps_key("attention.layer_norm_epsilon", h.ln_eps, h.has_ln_eps);
+    // (llama.cpp's converter files a config's norm_eps under the RMS key for every family:
+    // for ModernBERT it is the eps of LayerNorms)
+    if (conv.layer_norm_eps_in_rms_key && !h.has_ln_eps && h.has_rms_eps) {
+        h.ln_eps = h.rms_eps;
+        h.has_ln_eps = true;
+    }
     if (!h.has_rms_eps && !h.has_ln_eps)
         throw format_error("the file has neither " + a + "attention.layer_norm_rms_epsilon nor " + a +
                            "attention.layer_norm_epsilon");

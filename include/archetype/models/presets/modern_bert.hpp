@@ -14,6 +14,9 @@
 //                                is refused by name); Wi stays fused in ffn_up
 //   PreNorm<LayerNormNoBias>     LayerNorms without bias before each sub-layer, on the
 //                                embedding and at the end; layer 0 has no attention norm
+//   SequentialBlockFirstNormOptional  the pre-norm block whose layer 0 may lack that norm
+//                                (on the core, Encoder::core; the encoder session reads the
+//                                same fact from the conventions' first_attn_norm_optional)
 //
 // Read from the file: every dimension, the window, the pattern, both RoPE bases, the eps
 // (the converter stores it under layer_norm_rms_epsilon), the pooling (none by default).
@@ -23,7 +26,7 @@
 namespace archetype::presets {
 
 using ModernBert = Encoder<RoPE, Interleave<dynamic, SymmetricWindow<>, Bidirectional, interleave_order::global_first>,
-                           GeGLUWith<gelu_form::erf>, PreNorm<LayerNormNoBias>>;
+                           GeGLUWith<gelu_form::erf>, PreNorm<LayerNormNoBias>, SequentialBlockFirstNormOptional>;
 
 struct modern_bert_architecture {
     static constexpr std::string_view gguf_name = "modern-bert";
