@@ -1,11 +1,10 @@
-// An encoder composed on the core (issue 37, step one of "the encoder on the core"): bert-tiny
+// An encoder composed on the core (issue 37: the encoder runs on the core): bert-tiny
 // (llama.cpp golden outputs, the copy in tests/data) run by a Decoder<...> with a
 // bidirectional mask, NoCache, PostNormBlock and BertEmbedding through decoder_session:
 //  - per-token hidden states and mean/L2 pooling against llama.cpp's goldens (the tolerances
 //    of test_encoder_fixture: 2e-3 raw, 1e-3 L2-normalised), and bitwise what the encoder
-//    session gives with its matrices unpacked (the same kernels: NoCache runs the encoder's
-//    dense attention; its prepacked GEMM panels, the default, sum short sequences in
-//    another order, within 1.2e-6 here: the core has no panels yet);
+//    session gives for the same composition (its front end runs this core, with the
+//    model's GEMM panels: decoder_model::pack_panels);
 //  - NoCache's properties: a packed pass of several sequences gives each what it gets
 //    alone, a sequence fed again starts at position 0, a symmetric window is applied
 //    (as the encoder session applies it, and unlike no window);
@@ -17,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +28,7 @@
 #include "archetype/runtime/encoder_session.hpp"
 
 #include "../decoder/edited_gguf.hpp"
+#include "../decoder/fixture_common.hpp"
 
 namespace {
 using namespace archetype;
@@ -42,13 +41,7 @@ std::string folder() {
 
 template <class T>
 std::vector<T> read_bin(const std::string& path) {
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    BOOST_REQUIRE_MESSAGE(f, "cannot open " << path);
-    const auto n = static_cast<std::size_t>(f.tellg());
-    std::vector<T> v(n / sizeof(T));
-    f.seekg(0);
-    f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n));
-    return v;
+    return fixture::read_raw<T>(path);
 }
 
 float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -77,7 +70,10 @@ template <class Mask>
 decoder_model<BertCore<Mask>> load_core(const std::string& path) {
     decoder_options o;
     o.known_unused_keys = pooled_here;
-    return load_model<BertCore<Mask>>(path, o);
+    o.repack = false;
+    auto m = load_model<BertCore<Mask>>(path, o);
+    m.pack_panels(true); // as encoder_model packs an ungated feed-forward's matrices
+    return m;
 }
 
 /// Hidden rows [n x n_embd] of one sequence through the core.
@@ -91,21 +87,21 @@ std::vector<float> core_hidden(decoder_session<D>& s, const std::vector<std::int
 template <class Mask>
 std::vector<float> encoder_hidden(const std::string& path, const std::vector<std::int32_t>& tokens) {
     auto m = load_model<BertEncoder<Mask>>(path);
-    encoder_session<BertEncoder<Mask>> enc(m, {.n_threads = 2, .prepack_weights = false});
+    encoder_session<BertEncoder<Mask>> enc(m, {.n_threads = 2});
     const token_span seqs[] = {tokens};
     std::vector<float> out(enc.output_size(seqs, pooling_type::none));
     enc.hidden(seqs, out);
     return out;
 }
 
-struct fixture {
+struct bert_tiny {
     std::string path = folder() + "/model.gguf";
     std::vector<std::int32_t> tokens = read_bin<std::int32_t>(folder() + "/tokens_7.i32.bin");
     decoder_model<BertCore<Bidirectional>> model = load_core<Bidirectional>(path);
 };
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(bert_on_the_core, fixture)
+BOOST_FIXTURE_TEST_SUITE(bert_on_the_core, bert_tiny)
 
 BOOST_AUTO_TEST_CASE(hidden_rows_match_llama_cpp_and_the_encoder) {
     for (std::size_t threads : {1, 2}) {

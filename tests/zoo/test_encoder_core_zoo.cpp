@@ -6,7 +6,7 @@
 //  - against Hugging Face transformers' last hidden state (tests/data/zoo/<family>/hidden_<n>,
 //    the 7- and 40-token prompts): max |Δ| <= 1e-4 × max(1, max |ref|), each prompt alone
 //    and both in one packed pass, on 1 and 2 threads;
-//  - bitwise what the encoder session gives with its matrices unpacked (the same kernels);
+//  - bitwise what the encoder session gives (its front end over the same core and panels);
 //  - the file's default pooling, read by EncoderHead.
 // Arguments after `--`: tests/data/zoo.
 #define BOOST_TEST_MODULE encoder_core_zoo
@@ -39,7 +39,10 @@ decoder_model<typename Entry::model::core> load_core(const std::string& family) 
     static constexpr arch::gguf_conventions conv = conventions_of<Entry>();
     decoder_options o;
     o.conventions = &conv;
-    return load_model<typename Entry::model::core>(zoo(family) + "model.gguf", o);
+    o.repack = false;
+    auto m = load_model<typename Entry::model::core>(zoo(family) + "model.gguf", o);
+    m.pack_panels(!Entry::model::ffn::gated); // as encoder_model does
+    return m;
 }
 
 /// max |Δ| / max(1, max |ref|) of rows [n x E] against hidden_<n>.f32.bin, per position.
@@ -64,13 +67,13 @@ double worst_of(const std::string& family, const float* got, std::size_t n, std:
 template <class Entry>
 void check_family(const std::string& family) {
     using Enc = typename Entry::model;
-    const auto core = load_core<Entry>(family);
+    auto core = load_core<Entry>(family);
     const std::size_t E = core.n_embd();
     const auto t7 = fixture::read_raw<std::int32_t>(zoo(family) + "tokens_7.i32.bin");
     const auto t40 = fixture::read_raw<std::int32_t>(zoo(family) + "tokens_40.i32.bin");
     const auto enc_model = load_model<Entry>(zoo(family) + "model.gguf");
     BOOST_TEST((core.logit_policy().pooling == enc_model.hp.pooling)); // the file's default pooling
-    encoder_session<Enc> enc(enc_model, {.n_threads = 2, .prepack_weights = false});
+    encoder_session<Enc> enc(enc_model, {.n_threads = 2});
     double worst = 0;
     for (std::size_t threads : {1, 2}) {
         decoder_session<typename Enc::core> s(core, {.n_threads = threads, .max_sequences = 2, .n_ubatch = 64});

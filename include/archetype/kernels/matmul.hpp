@@ -59,6 +59,8 @@
 
 namespace archetype::kernels {
 
+class prepacked_weights; // kernels/encoder_gemm.hpp
+
 struct weight_view {
     ggml_type type = ggml_type::F32;
     const void* data = nullptr;
@@ -68,6 +70,10 @@ struct weight_view {
     /// interleaved groups of the same total size (quant/interleaved.hpp), which only
     /// matmul reads.
     quant::weight_layout layout = quant::weight_layout::rows;
+    /// The matrix packed into the GEMM panels of kernels/encoder_gemm.hpp (owned by the
+    /// model), or null: with panels every product, of any row count, runs gemm_prepacked
+    /// (an encoder's projections: what its passes of many rows gain, and its summation order).
+    const prepacked_weights* panels = nullptr;
     /// bytes of one stored row (of the row layout; the x16 layout has the same total)
     std::size_t row_bytes() const noexcept {
         const auto t = traits_of(type);
@@ -178,10 +184,13 @@ inline void matmul_int8x2(const weight_view& W, const float* x, std::size_t ldx,
 }
 } // namespace detail
 
+ARCHETYPE_KERNEL_ENTRY void gemm_prepacked(const float* A, std::size_t lda, const prepacked_weights& B, float* C,
+                                           std::size_t ldc, std::size_t M, thread_pool* pool);
 ARCHETYPE_KERNEL_ENTRY void matmul(const weight_view& W, const float* x, std::size_t ldx, std::size_t n_tok,
                                    float* y, std::size_t ldy, thread_pool* pool, gemm_sum sum) {
     detail::check_matmul_weight(W);
     if (W.rows == 0 || n_tok == 0) return;
+    if (W.panels) return gemm_prepacked(x, ldx, *W.panels, y, ldy, n_tok, pool);
     const bool invariant = decode_rows_invariant();
     if (W.type == ggml_type::AWQ4) { // float activations whatever the batch mode (the header's table)
         if (n_tok >= quant::panels::min_tokens && !invariant)
@@ -250,7 +259,8 @@ ARCHETYPE_KERNEL_ENTRY void matmul_batch(std::span<const matmul_task> tasks, std
     for (const auto& t : tasks) {
         detail::check_matmul_weight(*t.W);
         fuse = fuse && t.W->type == tasks[0].W->type && t.W->layout == tasks[0].W->layout &&
-               t.W->type != ggml_type::AWQ4; // its own kernel, one product at a time
+               t.W->type != ggml_type::AWQ4 && // its own kernel, one product at a time
+               !t.W->panels;                   // packed: gemm_prepacked, through matmul
     }
 #if defined(ARCHETYPE_QUANT_GEMV_VNNI)
     // One block type, one width, one x (a decode step's q/k/v or gate/up): the
@@ -313,3 +323,6 @@ ARCHETYPE_KERNEL_ENTRY void matmul_batch(std::span<const matmul_task> tasks, std
 #endif
 
 } // namespace archetype::kernels
+
+// gemm_prepacked's definition (matmul calls it for a weight_view with panels)
+#include "archetype/kernels/encoder_gemm.hpp"

@@ -166,6 +166,43 @@ public:
     /// Bytes of the weights the model holds itself (repacked Q4_0 / Q8_0 matrices; 0 when
     /// every weight is a view of the file).
     std::size_t owned_bytes() const noexcept { return owned_bytes_; }
+    /// Bytes of the GEMM panels pack_panels made (0 when none).
+    std::size_t panel_bytes() const noexcept { return panel_bytes_; }
+
+    /// Packs the F32 / F16 / BF16 projection matrices of the held layers into the GEMM panels
+    /// of kernels/encoder_gemm.hpp (owned by the model): every product with them then runs
+    /// gemm_prepacked, whatever its row count. For models whose passes are many rows (the
+    /// encoders, models/encoder_model.hpp); a second copy of those matrices, in F32. Which:
+    /// the attention's Q, K and V (when the three share a type: one stacked GEMM's worth)
+    /// and its output; the feed-forward's up, gate and down when `ffn`.
+    void pack_panels(bool ffn) {
+        auto pack = [&](kernels::weight_view& w) {
+            if (w.panels || !kernels::prepacked_weights::packable(w)) return;
+            auto p = std::make_shared<const kernels::prepacked_weights>(w);
+            w.panels = p.get();
+            panel_bytes_ += p->n_panels() * kernels::detail::NR * p->cols() * sizeof(float);
+            panels_.push_back(std::move(p));
+        };
+        for (std::size_t il = range_.first; il <= range_.last() && range_.count; ++il) {
+            auto& L = layers_v_[il];
+            if constexpr (requires { L.attn.wq; L.attn.wk; L.attn.wv; L.attn.wo; })
+                if (L.mixes) {
+                    auto& a = L.attn;
+                    if (a.wq.type == a.wk.type && a.wq.type == a.wv.type) {
+                        pack(a.wq);
+                        pack(a.wk);
+                        pack(a.wv);
+                    }
+                    pack(a.wo);
+                }
+            if constexpr (requires { L.ffn.up; L.ffn.gate; L.ffn.down; })
+                if (ffn && L.feeds) {
+                    pack(L.ffn.up);
+                    pack(L.ffn.gate);
+                    pack(L.ffn.down);
+                }
+        }
+    }
     /// Bytes of the file's tensors this model bound (all of them, or a pipeline stage's share).
     std::size_t weight_bytes() const noexcept { return weight_bytes_; }
     std::size_t n_vocab() const noexcept { return hp_.dims.n_vocab; }
@@ -666,6 +703,8 @@ private:
     bool repack_ = true;
     std::vector<std::shared_ptr<std::uint8_t>> owned_; // repacked matrices (stable addresses across moves)
     std::size_t owned_bytes_ = 0;
+    std::vector<std::shared_ptr<const kernels::prepacked_weights>> panels_; // pack_panels (stable addresses)
+    std::size_t panel_bytes_ = 0;
     std::size_t weight_bytes_ = 0;
     std::size_t weight_elements_ = 0; // of the bound tensors (describe's params for hybrids)
     std::vector<const gguf::tensor_info*> bound_;      // tensors some policy bound (load time only)

@@ -1,22 +1,31 @@
 #pragma once
 // encoder_model<Enc>: an Encoder<...> structure bound to the weights of a GGUF
-// file (llama.cpp architecture `bert`). The file stays memory-mapped; 2-D
-// weights are views into it (matmul works on the stored type), 1-D vectors
-// (biases, norms) are used in place when F32 and converted once otherwise.
+// file (llama.cpp architecture `bert`, or any a registry entry maps to an Encoder).
+// The weights are the core's: a decoder_model of Enc::core (models/encoder.hpp: the
+// encoder's axes with a bidirectional mask, NoCache, its block shape, BertEmbedding
+// and EncoderHead), which binds every tensor and reads every key through the same
+// binder, tensor ledger and key ledger as the decoders. The file stays memory-mapped
+// (no x16 repacking: the encoder's products are those of the stored types); the
+// F32 / F16 / BF16 projection matrices are packed once into GEMM panels
+// (decoder_model::pack_panels: the attention's, and the feed-forward's when it is not
+// gated), a second copy of them in F32 that the encoder's batches of many rows run on.
 //
 //   auto model = archetype::load_model<MiniLM>("all-MiniLM-L6-v2.gguf");
 //
-// Every shape is checked against the hyperparameters and the compiled policies
-// at load (shape_error naming the tensor), so the forward pass never indexes
-// past a tensor.
+// Before the core binds, the encoder reads the file as llama.cpp's encoders do
+// (io/arch/bert.hpp: hp, the limits, the default pooling) and checks what the type
+// fixes (heads, feed-forward size, learned positions, storage type) with its own
+// messages; every shape is then checked by the core's binder (shape_error naming the
+// tensor), so the forward pass never indexes past a tensor.
 //
-// Other formats bind through the second constructor: hyperparameters plus
-// tensors described in GGUF terms (ne order, ggml type) under GGUF names, and
-// an owner keeping their memory mapped (models/bert_safetensors.hpp reads
-// sentence-transformers directories this way); the same checks apply.
+// Other formats bind through the second constructor: hyperparameters plus tensors
+// described in GGUF terms (ne order, ggml type) under GGUF names, and an owner keeping
+// their memory mapped (models/bert_safetensors.hpp reads sentence-transformers
+// directories this way): they are written once into a GGUF in memory, which the core
+// loads like a file.
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,32 +37,13 @@
 #include "archetype/core/error.hpp"
 #include "archetype/io/arch/bert.hpp"
 #include "archetype/io/gguf.hpp"
+#include "archetype/io/gguf_writer.hpp"
 #include "archetype/io/key_ledger.hpp"
-#include "archetype/kernels/convert.hpp"
-#include "archetype/kernels/matmul.hpp"
-#include "archetype/layers/ffn.hpp"
+#include "archetype/models/decoder_model.hpp"
 #include "archetype/models/encoder.hpp"
 #include "archetype/models/registry.hpp"
 
 namespace archetype {
-
-/// One encoder block's weights. Post-norm (BERT) uses attn_output_norm after
-/// the attention residual and layer_output_norm after the FFN residual;
-/// pre-norm uses attn_norm / ffn_norm before each sub-layer.
-struct encoder_layer_weights {
-    kernels::weight_view wq{}, wk{}, wv{}, wo{};
-    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
-    const float *norm1_w = nullptr, *norm1_b = nullptr; // after attention (post) / before it (pre)
-    const float *norm2_w = nullptr, *norm2_b = nullptr; // after the FFN (post) / before it (pre)
-    layers::ffn_weights ffn{};
-    /// Wq, Wk, Wv stacked as one [(Hq + 2 Hkv) rows x n_embd] matrix, so the
-    /// three projections are one GEMM (A packed once, one wider N); a view into
-    /// the file when the three are stored back to back, else a copy. Empty
-    /// (data null) when their types differ. bqkv: the three biases stacked
-    /// (zeros for a missing one), null when none has a bias.
-    kernels::weight_view wqkv{};
-    const float* bqkv = nullptr;
-};
 
 template <class Enc>
 class encoder_model {
@@ -61,33 +51,35 @@ class encoder_model {
 
 public:
     using architecture = Enc;
+    /// The model as the core runs it (models/encoder.hpp).
+    using core_type = typename Enc::core;
 
+    /// The file as llama.cpp's encoders read it (dimensions, limits, the default pooling).
     arch::bert_hparams hp;
-    kernels::weight_view tok_embd{}, pos_embd{}, type_embd{};
-    bool has_positions = false, has_token_types = false;
-    const float *embd_norm_w = nullptr, *embd_norm_b = nullptr; // token_embd_norm (BERT)
-    const float *out_norm_w = nullptr, *out_norm_b = nullptr;   // output_norm (pre-norm encoders)
-    std::vector<encoder_layer_weights> layers;
-    // RankPooling classifier (llama.cpp: cls, cls.output); absent tensors stay empty
-    kernels::weight_view cls{}, cls_out{};
-    const float *cls_b = nullptr, *cls_out_b = nullptr;
-    bool has_cls = false, has_cls_out = false;
 
     std::size_t n_embd() const noexcept { return hp.n_embd; }
     std::size_t n_vocab() const noexcept { return hp.n_vocab; }
     /// Longest sequence accepted: the learned-position table, else the training context.
     std::size_t max_sequence() const noexcept { return max_seq_; }
     /// Window of the windowed layers (the mask policy's static one, else the file's); 0 = none.
-    std::size_t window() const noexcept { return window_; }
+    std::size_t window() const noexcept { return core_->hparams().window; }
     /// Whether layer il attends through the window (else to its whole sequence).
-    bool layer_windowed(std::size_t il) const noexcept { return il < windowed_.size() && windowed_[il]; }
+    bool layer_windowed(std::size_t il) const noexcept {
+        const auto& w = core_->hparams().windowed;
+        return il < w.size() && w[il];
+    }
     /// RoPE base of layer il: {arch}.rope.freq_base_swa on windowed layers when the file gives it.
     float rope_base(std::size_t il) const noexcept {
         return layer_windowed(il) && hp.rope_freq_base_swa > 0.f ? hp.rope_freq_base_swa : hp.rope_freq_base;
     }
+    /// The core model: layers, embedding and head (decoder_model<Enc::core>).
+    const decoder_model<core_type>& core() const noexcept { return *core_; }
+    /// What EncoderHead bound: the file's pooling and the rank classifier (cls, cls.output).
+    const typename logits_impl<EncoderHead>::weights& head() const noexcept { return core_->logit_policy(); }
+    bool has_rank_head() const noexcept { return head().cls.data || head().cls_out.data; }
     /// Floats of one pooled output under RankPooling.
     std::size_t n_rank_outputs() const noexcept {
-        return has_cls_out ? cls_out.rows : has_cls ? cls.rows : hp.n_embd;
+        return head().cls_out.data ? head().cls_out.rows : head().cls.data ? head().cls.rows : hp.n_embd;
     }
     /// The resolved architecture with the file's dimensions (the same spelling as
     /// decoder_model::describe and rwkv_model::describe; also the free describe(m)).
@@ -99,24 +91,21 @@ public:
         s += describe_line("dims", "n_embd " + std::to_string(hp.n_embd) + ", layers " + std::to_string(hp.n_layer) +
                                        ", heads " + std::to_string(hp.n_head) + " x " + std::to_string(hp.head_dim) +
                                        ", ffn " + std::to_string(hp.n_ff) + ", vocab " + std::to_string(hp.n_vocab));
-        s += describe_line("positions", has_positions ? "learned, " + std::to_string(pos_embd.rows) + " rows" : "none in the file");
-        s += describe_line("token types", has_token_types ? std::to_string(type_embd.rows) : std::string("none"));
+        s += describe_line("positions", positions_ ? "learned, " + std::to_string(positions_) + " rows" : "none in the file");
+        s += describe_line("token types", token_types_ ? std::to_string(token_types_) : std::string("none"));
         s += describe_line("pooling", std::string(pooling_name(hp.pooling)) + " (the file's default)");
-        if (window_) {
+        if (window()) {
             std::string which;
-            for (std::size_t il = 0; il < windowed_.size(); ++il)
-                if (windowed_[il]) which += (which.empty() ? "" : ",") + std::to_string(il);
-            s += describe_line("window", std::to_string(window_) + " (symmetric) on layers " + which);
+            for (std::size_t il = 0; il < hp.n_layer; ++il)
+                if (layer_windowed(il)) which += (which.empty() ? "" : ",") + std::to_string(il);
+            s += describe_line("window", std::to_string(window()) + " (symmetric) on layers " + which);
         }
         s += describe_line("max sequence", std::to_string(max_seq_));
         return s;
     }
 
-    /// The GGUF file (argument_error for a model bound from another format).
-    const gguf::file& file() const {
-        if (!file_) throw argument_error("this encoder model was not loaded from a GGUF file");
-        return *file_;
-    }
+    /// The GGUF file (for a model bound from another format: the GGUF it was written to).
+    const gguf::file& file() const { return core_->file(); }
 
     /// A `bert` file.
     static encoder_model load(const std::string& path, unread_keys unread = unread_keys::error) {
@@ -129,285 +118,106 @@ public:
         return encoder_model(std::make_shared<gguf::file>(gguf::file::open(path)), conv, unread);
     }
     /// `unread`: what a metadata key no policy reads does (io/key_ledger.hpp).
-    explicit encoder_model(std::shared_ptr<gguf::file> f, unread_keys unread = unread_keys::error) : file_(std::move(f)) {
-        hp = arch::read_bert_hparams(*file_);
-        bind();
-        check_keys_read(*file_, unread);
+    explicit encoder_model(std::shared_ptr<gguf::file> f, unread_keys unread = unread_keys::error) {
+        if (f->architecture() != "bert")
+            throw shape_error("general.architecture is '" + std::string(f->architecture()) + "', expected 'bert'");
+        init(std::move(*f), unread);
     }
     encoder_model(std::shared_ptr<gguf::file> f, const arch::gguf_conventions& conv,
                   unread_keys unread = unread_keys::error)
-        : file_(std::move(f)), conv_(conv) {
-        hp = arch::read_encoder_hparams(*file_, conv_);
-        bind();
-        check_keys_read(*file_, unread);
+        : conv_(conv) {
+        init(std::move(*f), unread);
     }
-    /// Weights from another format: `tensors` keyed by their GGUF name (each
-    /// tensor_info's own name is the one errors show, e.g. the original file's),
-    /// pointing into memory that `owner` keeps alive.
+    /// Weights from another format: `tensors` keyed by their GGUF name, pointing into
+    /// memory that `owner` keeps alive while they are written into a GGUF in memory.
     encoder_model(arch::bert_hparams h, std::map<std::string, gguf::tensor_info> tensors,
-                  std::shared_ptr<const void> owner)
-        : ext_tensors_(std::move(tensors)), ext_owner_(std::move(owner)) {
-        hp = std::move(h);
-        bind();
+                  std::shared_ptr<const void> owner) {
+        // errors name each tensor as its own file does (tensor_info::name), not its GGUF name
+        try {
+            init(gguf_of(h, tensors), unread_keys::error);
+        } catch (const shape_error& e) {
+            throw shape_error(named_as_stored(e.what(), tensors));
+        } catch (const format_error& e) {
+            throw format_error(named_as_stored(e.what(), tensors));
+        }
+        hp.pooling = h.pooling; // the directory's (max pooling has no pooling_type value)
+        (void)owner;            // (the tensors' bytes are copied into the GGUF: the mapping may go)
     }
 
 private:
-    std::shared_ptr<gguf::file> file_;
     arch::gguf_conventions conv_{};
-    std::map<std::string, gguf::tensor_info> ext_tensors_; // when not GGUF
-    std::shared_ptr<const void> ext_owner_;
-    std::vector<std::unique_ptr<float[]>> owned_; // 1-D tensors converted to F32
-    std::vector<std::unique_ptr<std::byte[]>> owned_bytes_; // stacked QKV copies
-    std::size_t max_seq_ = 0, window_ = 0;
-    std::vector<bool> windowed_;                   // per layer
-    mutable std::vector<const gguf::tensor_info*> bound_; // every tensor a weight was taken from
+    std::shared_ptr<decoder_model<core_type>> core_; // shared: the model stays copyable, its address stable
+    std::size_t max_seq_ = 0, positions_ = 0, token_types_ = 0;
 
-    static std::string dims(std::initializer_list<std::size_t> d) {
-        std::string s = "[";
-        bool first = true;
-        for (auto x : d) { s += (first ? "" : ", ") + std::to_string(x); first = false; }
-        return s + "]";
+    static std::size_t rows_of(const gguf::file& f, const char* name) {
+        const auto* t = f.find_tensor(name);
+        return !t ? 0 : t->ne.size() >= 2 ? std::size_t(t->ne[1]) : 1;
     }
 
-    /// The tensor with this GGUF name, or null.
-    const gguf::tensor_info* find_tensor(const std::string& name) const {
-        if (file_) return file_->find_tensor(name);
-        const auto it = ext_tensors_.find(name);
-        return it == ext_tensors_.end() ? nullptr : &it->second;
-    }
-    const gguf::tensor_info& tensor(const std::string& name) const {
-        if (const auto* t = find_tensor(name)) {
-            bound_.push_back(t);
-            return *t;
-        }
-        throw format_error("missing tensor '" + name + "'");
-    }
-    /// Every tensor of the file was bound: one left over means the compiled structure
-    /// would silently run without part of the model.
-    void check_all_bound() const {
-        std::vector<const gguf::tensor_info*> used = bound_;
-        std::sort(used.begin(), used.end());
-        auto check = [&](const gguf::tensor_info& t) {
-            if (!std::binary_search(used.begin(), used.end(), &t))
-                throw shape_error("tensor '" + t.name + "' of the file is not used by the compiled structure: the "
-                                  "model would run without it; compose the policy that reads it (for example "
-                                  "LayerNorm binds the norm biases that LayerNormNoBias does not)");
-        };
-        if (file_) for (const auto& t : file_->tensors()) check(t);
-        else for (const auto& [name, t] : ext_tensors_) check(t);
-    }
-    /// Rows [r0, r0 + n) of a matrix, as a matrix of their own.
-    static kernels::weight_view row_slice(const kernels::weight_view& w, std::size_t r0, std::size_t n) {
-        kernels::weight_view v = w;
-        v.data = w.row(r0);
-        v.rows = n;
-        return v;
-    }
-    /// The file's {arch}.hidden_activation against the compiled FFN policy (policies/ffn.hpp).
-    void check_activation() const {
-        if (!hp.hidden_act.empty())
-            detail::check_hidden_activation<typename Enc::ffn>(hp.arch + ".hidden_activation", hp.hidden_act);
-    }
-    /// A 2-D tensor with ne = [cols, rows]; shape_error if it differs.
-    kernels::weight_view matrix(const std::string& name, std::size_t cols, std::size_t rows) const {
-        const auto& t = tensor(name);
-        auto w = gguf::as_weight(t);
-        if (w.cols != cols || w.rows != rows || t.ne.size() < 2)
-            throw shape_error("tensor '" + t.name + "' has shape " + t.shape_string() + ", expected " + dims({cols, rows}));
-        if (!traits_of(static_cast<std::uint32_t>(w.type)))
-            throw format_error("tensor '" + t.name + "' has an unknown type");
-        return w;
-    }
-    /// A matrix of any row count (checked by the caller).
-    kernels::weight_view matrix_any_rows(const std::string& name, std::size_t cols) const {
-        const auto& t = tensor(name);
-        auto w = gguf::as_weight(t);
-        if (w.cols != cols || t.ne.size() < 2)
-            throw shape_error("tensor '" + t.name + "' has shape " + t.shape_string() + ", expected [" +
-                              std::to_string(cols) + ", rows]");
-        return w;
-    }
-    /// A 1-D tensor of n floats (F32 in place; F16/BF16 converted once).
-    const float* vec(const std::string& name, std::size_t n) {
-        const auto& t = tensor(name);
-        std::size_t nd = t.ne.size();
-        while (nd > 1 && t.ne[nd - 1] == 1) --nd;
-        if (nd != 1 || t.ne[0] != n)
-            throw shape_error("tensor '" + t.name + "' has shape " + t.shape_string() + ", expected [" +
-                              std::to_string(n) + "]");
-        if (t.type == ggml_type::F32) return reinterpret_cast<const float*>(t.data);
-        auto buf = std::make_unique<float[]>(n);
-        const auto* src = reinterpret_cast<const std::uint16_t*>(t.data);
-        if (t.type == ggml_type::F16) kernels::f16_to_f32(src, buf.get(), n);
-        else if (t.type == ggml_type::BF16) kernels::bf16_to_f32(src, buf.get(), n);
-        else throw shape_error("tensor '" + t.name + "' is " + std::string(type_name(t.type)) +
-                               "; 1-D tensors must be F32, F16 or BF16");
-        owned_.push_back(std::move(buf));
-        return owned_.back().get();
-    }
-    const float* vec_opt(const std::string& name, std::size_t n) {
-        return find_tensor(name) ? vec(name, n) : nullptr;
-    }
-    /// Stacks Wq, Wk, Wv (and their biases) of one layer; see encoder_layer_weights.
-    void stack_qkv(encoder_layer_weights& L) {
-        if (L.wq.type != L.wk.type || L.wq.type != L.wv.type || L.wq.cols != L.wk.cols || L.wq.cols != L.wv.cols)
-            return;
-        const std::size_t rb = L.wq.row_bytes();
-        const std::size_t nq = L.wq.rows * rb, nk = L.wk.rows * rb, nv = L.wv.rows * rb;
-        const auto* q = static_cast<const std::byte*>(L.wq.data);
-        L.wqkv = L.wq;
-        L.wqkv.rows = L.wq.rows + L.wk.rows + L.wv.rows;
-        if (static_cast<const std::byte*>(L.wk.data) != q + nq || static_cast<const std::byte*>(L.wv.data) != q + nq + nk) {
-            auto buf = std::make_unique<std::byte[]>(nq + nk + nv);
-            std::memcpy(buf.get(), L.wq.data, nq);
-            std::memcpy(buf.get() + nq, L.wk.data, nk);
-            std::memcpy(buf.get() + nq + nk, L.wv.data, nv);
-            L.wqkv.data = buf.get();
-            owned_bytes_.push_back(std::move(buf));
-        }
-        if (L.bq || L.bk || L.bv) {
-            auto b = std::make_unique<float[]>(L.wqkv.rows);
-            float* d = b.get();
-            for (auto [src, n] : {std::pair{L.bq, L.wq.rows}, std::pair{L.bk, L.wk.rows}, std::pair{L.bv, L.wv.rows}}) {
-                if (src) std::copy(src, src + n, d);
-                else std::fill(d, d + n, 0.f);
-                d += n;
-            }
-            L.bqkv = b.get();
-            owned_.push_back(std::move(b));
-        }
-    }
-    /// Embedding tables are read row by row, so only types with a scalar row decode work.
-    static void check_table(const std::string& name, const kernels::weight_view& w) {
-        if (w.type != ggml_type::F32 && w.type != ggml_type::F16 && w.type != ggml_type::BF16)
-            throw shape_error("tensor '" + name + "' is " + std::string(type_name(w.type)) +
-                              "; embedding tables must be F32, F16 or BF16");
-    }
-
-    void bind() {
-        const std::size_t E = hp.n_embd, H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
+    /// The encoder's reading and checks, then the core's binding.
+    void init(gguf::file f, unread_keys unread) {
+        hp = arch::read_encoder_hparams(f, conv_);
         using heads = typename Enc::heads;
         auto check_static = [](const char* what, dim_t want, std::size_t got) {
             if (want != dynamic && want != got)
                 throw shape_error(std::string("the model type fixes ") + what + " = " + std::to_string(want) +
                                   " but the file has " + std::to_string(got));
         };
-        check_static("the query head count", heads::n_head, H);
-        check_static("the key/value head count", heads::n_head_kv, Hkv);
-        check_static("the head dimension", heads::head_dim, D);
+        check_static("the query head count", heads::n_head, hp.n_head);
+        check_static("the key/value head count", heads::n_head_kv, hp.n_head_kv);
+        check_static("the head dimension", heads::head_dim, hp.head_dim);
         check_static("the feed-forward size", Enc::ffn::hidden, hp.n_ff);
+        positions_ = rows_of(f, "position_embd.weight");
+        token_types_ = rows_of(f, "token_types.weight");
+        max_seq_ = hp.n_ctx_train;
+        if constexpr (detail::is_learned_positions<typename Enc::position>) {
+            if (!positions_) throw format_error("missing tensor 'position_embd.weight'");
+            check_static("the learned-position count", Enc::position::max_positions, positions_);
+            max_seq_ = positions_;
+        }
         if constexpr (requires { Enc::storage::type; }) {
-            const auto& t = tensor(find_tensor("blk.0.attn_qkv.weight") ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
+            const char* name = f.find_tensor("blk.0.attn_qkv.weight") ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight";
+            const auto& t = f.tensor(name);
             if (t.type != Enc::storage::type)
                 throw shape_error("the model type requires " + std::string(type_name(Enc::storage::type)) +
                                   " weights but '" + t.name + "' is " + std::string(type_name(t.type)));
         }
+        decoder_options o;
+        o.conventions = &conv_;
+        o.unread = unread;
+        o.repack = false; // the stored types' products, as the encoder always ran them
+        core_ = std::make_shared<decoder_model<core_type>>(decoder_model<core_type>::load(std::move(f), o));
+        core_->pack_panels(!Enc::ffn::gated);
+    }
 
-        tok_embd = matrix("token_embd.weight", E, hp.n_vocab);
-        check_table("token_embd.weight", tok_embd);
-        if (find_tensor("token_types.weight")) {
-            type_embd = matrix_any_rows("token_types.weight", E);
-            check_table("token_types.weight", type_embd);
-            has_token_types = true;
+    /// `message` with each quoted GGUF tensor name replaced by the stored tensor's own name.
+    static std::string named_as_stored(std::string message, const std::map<std::string, gguf::tensor_info>& tensors) {
+        for (const auto& [name, t] : tensors) {
+            if (t.name.empty() || t.name == name) continue;
+            const std::string from = "'" + name + "'", to = "'" + t.name + "'";
+            for (std::size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
+                message.replace(at, from.size(), to);
         }
-        using position = typename Enc::position;
-        max_seq_ = hp.n_ctx_train;
-        if constexpr (detail::is_learned_positions<position>) {
-            pos_embd = matrix_any_rows("position_embd.weight", E);
-            check_table("position_embd.weight", pos_embd);
-            check_static("the learned-position count", position::max_positions, pos_embd.rows);
-            has_positions = true;
-            max_seq_ = pos_embd.rows;
-        }
-        // the mask policy's hook decides which layers are windowed, checked against the file
-        if (hp.n_swa != 0 && hp.swa_layers.size() != hp.n_layer) hp.swa_layers.assign(hp.n_layer, true);
-        const auto lw = mask_impl<typename Enc::mask>::layers(hp);
-        window_ = lw.window;
-        windowed_ = lw.windowed;
-        check_activation();
-        embd_norm_w = vec_opt("token_embd_norm.weight", E);
-        // (a LayerNormNoBias model binds no norm bias: one in the file is left unbound and refused)
-        constexpr bool binds_norm_bias = !std::is_same_v<typename Enc::norm, LayerNormNoBias>;
-        embd_norm_b = binds_norm_bias ? vec_opt("token_embd_norm.bias", E) : nullptr;
-        out_norm_w = vec_opt("output_norm.weight", E);
-        out_norm_b = binds_norm_bias ? vec_opt("output_norm.bias", E) : nullptr;
-        constexpr bool post = Enc::placement == norm_placement::post;
-        constexpr bool need_bias = Enc::norm::has_bias;
-
-        layers.resize(hp.n_layer);
-        for (std::size_t il = 0; il < hp.n_layer; ++il) {
-            const std::string p = "blk." + std::to_string(il) + ".";
-            auto& L = layers[il];
-            if (find_tensor(p + "attn_qkv.weight")) { // fused Q|K|V rows (ModernBERT, nomic-bert)
-                L.wqkv = matrix(p + "attn_qkv.weight", E, (H + 2 * Hkv) * D);
-                L.wq = row_slice(L.wqkv, 0, H * D);
-                L.wk = row_slice(L.wqkv, H * D, Hkv * D);
-                L.wv = row_slice(L.wqkv, (H + Hkv) * D, Hkv * D);
-                L.bqkv = vec_opt(p + "attn_qkv.bias", (H + 2 * Hkv) * D);
-                if (L.bqkv) {
-                    L.bq = L.bqkv;
-                    L.bk = L.bqkv + H * D;
-                    L.bv = L.bqkv + (H + Hkv) * D;
-                }
-            } else {
-                L.wq = matrix(p + "attn_q.weight", E, H * D);
-                L.wk = matrix(p + "attn_k.weight", E, Hkv * D);
-                L.wv = matrix(p + "attn_v.weight", E, Hkv * D);
-                L.bq = vec_opt(p + "attn_q.bias", H * D);
-                L.bk = vec_opt(p + "attn_k.bias", Hkv * D);
-                L.bv = vec_opt(p + "attn_v.bias", Hkv * D);
-                stack_qkv(L);
-            }
-            L.wo = matrix(p + "attn_output.weight", H * D, E);
-            L.bo = vec_opt(p + "attn_output.bias", E);
-            const std::string n1 = post ? "attn_output_norm" : "attn_norm";
-            const std::string n2 = post ? "layer_output_norm" : "ffn_norm";
-            // ModernBERT's first layer has no attention norm (conventions: identity there)
-            const bool norm1_optional = !post && il == 0 && conv_.first_attn_norm_optional;
-            L.norm1_w = norm1_optional ? vec_opt(p + n1 + ".weight", E) : vec(p + n1 + ".weight", E);
-            L.norm2_w = vec(p + n2 + ".weight", E);
-            if constexpr (need_bias) {
-                L.norm1_b = L.norm1_w ? vec(p + n1 + ".bias", E) : nullptr;
-                L.norm2_b = vec(p + n2 + ".bias", E);
-            } else if constexpr (std::is_same_v<typename Enc::norm, RMSNorm>) {
-                // an RMSNorm encoder may carry a bias after the norm (llama.cpp's bert graph adds it)
-                L.norm1_b = vec_opt(p + n1 + ".bias", E);
-                L.norm2_b = vec_opt(p + n2 + ".bias", E);
-            }
-            const auto& up_t = tensor(p + "ffn_up.weight");
-            if (Enc::ffn::gated && !find_tensor(p + "ffn_gate.weight") && up_t.ne.size() >= 2 &&
-                up_t.ne[1] == 2 * hp.n_ff) {
-                // gate and up fused in ffn_up (ModernBERT's Wi): the first n_ff rows are the
-                // activated half, as transformers' `input, gate = Wi(x).chunk(2)` and llama.cpp's GLU split
-                const auto both = matrix(p + "ffn_up.weight", E, 2 * hp.n_ff);
-                L.ffn.gate = row_slice(both, 0, hp.n_ff);
-                L.ffn.up = row_slice(both, hp.n_ff, hp.n_ff);
-                if (const float* b = vec_opt(p + "ffn_up.bias", 2 * hp.n_ff)) {
-                    L.ffn.gate_bias = b;
-                    L.ffn.up_bias = b + hp.n_ff;
-                }
-            } else {
-                L.ffn.up = matrix(p + "ffn_up.weight", E, hp.n_ff);
-                L.ffn.up_bias = vec_opt(p + "ffn_up.bias", hp.n_ff);
-                if constexpr (Enc::ffn::gated) {
-                    L.ffn.gate = matrix(p + "ffn_gate.weight", E, hp.n_ff);
-                    L.ffn.gate_bias = vec_opt(p + "ffn_gate.bias", hp.n_ff);
-                }
-            }
-            L.ffn.down = matrix(p + "ffn_down.weight", hp.n_ff, E);
-            L.ffn.down_bias = vec_opt(p + "ffn_down.bias", E);
-        }
-        if (find_tensor("cls.weight")) {
-            cls = matrix_any_rows("cls.weight", E);
-            cls_b = vec_opt("cls.bias", cls.rows);
-            has_cls = true;
-        }
-        if (find_tensor("cls.output.weight")) {
-            cls_out = matrix_any_rows("cls.output.weight", has_cls ? cls.rows : E);
-            cls_out_b = vec_opt("cls.output.bias", cls_out.rows);
-            has_cls_out = true;
-        }
-        check_all_bound();
+        return message;
+    }
+    /// A GGUF in memory holding `h` under the `bert` keys and the tensors.
+    static gguf::file gguf_of(const arch::bert_hparams& h, const std::map<std::string, gguf::tensor_info>& tensors) {
+        gguf::writer w;
+        const std::string a = h.arch.empty() ? std::string("bert") : h.arch;
+        w.set("general.architecture", a);
+        w.set(a + ".context_length", std::uint64_t(h.n_ctx_train));
+        w.set(a + ".embedding_length", std::uint64_t(h.n_embd));
+        w.set(a + ".block_count", std::uint64_t(h.n_layer));
+        w.set(a + ".feed_forward_length", std::uint64_t(h.n_ff));
+        w.set(a + ".attention.head_count", std::uint64_t(h.n_head));
+        w.set(a + ".attention.head_count_kv", std::uint64_t(h.n_head_kv));
+        w.set(a + ".attention.layer_norm_epsilon", h.norm_eps);
+        w.set(a + ".attention.causal", false);
+        if (const int p = int(h.pooling); p >= 0 && p <= int(pooling_type::rank)) w.set(a + ".pooling_type", std::int32_t(p));
+        w.set(a + ".vocab_size", std::uint64_t(h.n_vocab));
+        if (h.n_token_types) w.set("tokenizer.ggml.token_type_count", std::uint64_t(h.n_token_types));
+        for (const auto& [name, t] : tensors) w.add_tensor(name, t.type, t.ne, t.data);
+        return gguf::file::from_owned_bytes(w.write_to_memory());
     }
 };
 

@@ -208,7 +208,10 @@ struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName, First>> {
         using norm_policy = typename D::norm;
         const std::string attn_norm = blk + AttnNorm.str(), ffn_norm = blk + FfnNorm.str();
         if constexpr (D::pre_norms) {
-            if (First == first_attn_norm::required || il != 0 || b.file().find_tensor(attn_norm + ".weight"))
+            // layer 0 without an attention norm: where the type says so, or the architecture's
+            // conventions (the modern-bert entry's first_attn_norm_optional)
+            const bool may_lack = il == 0 && (First == first_attn_norm::optional || b.conventions().first_attn_norm_optional);
+            if (!may_lack || b.file().find_tensor(attn_norm + ".weight"))
                 L.attn_norm = detail::bind_norm<typename D::base_norm>(b, attn_norm, E, eps);
             if constexpr (FfnName == norm_tensor::bare) L.ffn_norm = {b.vector_f32(ffn_norm, E), nullptr, eps};
             else L.ffn_norm = detail::bind_norm<typename D::base_norm>(b, ffn_norm, E, eps);
@@ -238,8 +241,9 @@ struct block_impl<SequentialBlockWith<AttnNorm, FfnNorm, FfnName, First>> {
         float* t = s.out();
         // a sublayer reads the normed residual stream, or the stream itself (NormAfterSublayer)
         const float* in = pre ? h : x;
-        // (a layer 0 the file gives no attention norm mixes the stream itself: ModernBERT)
-        const bool attn_normed = pre && (First == first_attn_norm::required || L.attn_norm.w);
+        // (a layer 0 the file gives no attention norm mixes the stream itself: ModernBERT;
+        // bind allowed that only there)
+        const bool attn_normed = pre && L.attn_norm.w;
         if (attn_normed) s.norm(L.attn_norm, x, h);
         s.mix(attn_normed ? h : x, t);
         if constexpr (post) s.norm(L.attn_post_norm, t, t);

@@ -111,7 +111,13 @@ struct embedding_impl<BertEmbedding<Norm>> {
         }
         if (b.file().find_tensor("token_embd_norm.weight")) {
             w.w = b.vector_f32("token_embd_norm.weight", E);
-            w.b = b.optional_vector_f32("token_embd_norm.bias", E);
+            // a bias only for a norm that has one: in the file of one that has none (LayerNormNoBias)
+            // it stays unbound, and the tensor ledger refuses the file rather than drop it
+            constexpr bool biased = [] {
+                if constexpr (requires { Norm::has_bias; }) return bool(Norm::has_bias);
+                else return true;
+            }();
+            if constexpr (biased) w.b = b.optional_vector_f32("token_embd_norm.bias", E);
             w.eps = norm_impl<Norm>::eps(b.keys());
         }
     }
